@@ -1,0 +1,42 @@
+// One table per enum maps value <-> spelling; CLI choices, JSON and error messages all read it.
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "error.h"
+
+namespace gpuplan {
+
+template <class E>
+struct Spelling {
+  E value;
+  std::string_view name;
+};
+
+template <class E>
+std::string choices_of(std::span<const Spelling<E>> table) {
+  std::string s;
+  for (const auto& e : table) {
+    if (!s.empty()) s += ", ";
+    s += e.name;
+  }
+  return s;
+}
+
+template <class E>
+E parse_enum(std::span<const Spelling<E>> table, std::string_view text, std::string_view what) {
+  for (const auto& e : table)
+    if (e.name == text) return e.value;
+  throw InputError("unknown " + std::string(what) + " \"" + std::string(text) + "\" (expected: " +
+                   choices_of(table) + ")");
+}
+
+template <class E>
+std::string_view spell(std::span<const Spelling<E>> table, E value) {
+  for (const auto& e : table)
+    if (e.value == value) return e.name;
+  return "?";
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,122 @@
+// Per-GPU memory for serving: weights, KV cache, and the working set of prefill and decode.
+#pragma once
+#include <algorithm>
+#include <string>
+
+#include "../model.h"
+#include "../units.h"
+#include "profile.h"
+#include "training.h"
+
+namespace gpuplan {
+
+struct InferenceWorkload {
+  std::int64_t batch = 1;
+  std::int64_t prompt_len = 1024;
+  std::int64_t new_tokens = 256;
+  Precision precision = Precision::bf16;  // weights and activations dtype (bf16, fp16, fp32)
+  Attention attention = Attention::sdpa;
+  Profile profile = Profile::pytorch;
+};
+
+inline void validate(const InferenceWorkload& w) {
+  if (w.batch < 1 || w.batch > 1'000'000) throw InputError("--batch must be between 1 and 1,000,000");
+  if (w.prompt_len < 1 || w.prompt_len > 10'000'000) throw InputError("--prompt-len must be between 1 and 10,000,000");
+  if (w.new_tokens < 0 || w.new_tokens > 10'000'000) throw InputError("--new-tokens must be between 0 and 10,000,000");
+}
+
+struct InferenceEstimate {
+  Params params{0};
+  Params active_params{0};
+  Bytes kv_bytes_per_token{0};  // one sequence, all layers, at full (unwindowed) length
+  std::int64_t context_tokens = 0;
+  MemoryEstimate memory;
+  std::vector<std::string> assumptions;
+};
+
+// KV elements per token per layer as HF's DynamicCache stores them: key and value for every KV head
+// (MLA under transformers: full per-head k (nope + rope) and v, not the compressed latent).
+inline double kv_elements_per_token_per_layer(const ModelSpec& s) {
+  if (s.mla_enabled)
+    return double(s.heads) * double(s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim + s.mla.v_head_dim);
+  return 2.0 * double(s.kv_heads) * double(s.head_dim);
+}
+
+inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const InferenceWorkload& w) {
+  validate(s);
+  validate(w);
+  const bool pytorch = w.profile == Profile::pytorch;
+  const double c = w.precision == Precision::fp32 || w.precision == Precision::amp_bf16 ? 4.0 : 2.0;
+  const ParamCounts counts = count_params(s);
+  InferenceEstimate est;
+  est.params = counts.total;
+  est.active_params = counts.active;
+  const double b = double(w.batch), sp = double(w.prompt_len);
+  const double h = double(s.hidden), V = double(s.vocab);
+  const double weights = double(counts.total.in(unit::params)) * c;
+
+  // HF generate feeds the prompt, then each new token but the last: the cache ends at prompt + new − 1.
+  const double len = sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - 1.0;
+  est.context_tokens = static_cast<std::int64_t>(len);
+  const double kv_layer_tok = kv_elements_per_token_per_layer(s) * c;
+  est.kv_bytes_per_token = Bytes(kv_layer_tok * double(s.layers));
+  // Sliding-window layers keep window − 1 tokens (transformers DynamicSlidingWindowLayer).
+  auto cached = [&](std::int64_t l, double tokens) {
+    return s.is_sliding_layer(l) ? std::min(tokens, double(s.sliding_window - 1)) : tokens;
+  };
+  double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    kv_after_prefill += b * cached(l, sp) * kv_layer_tok;
+    kv_final += b * cached(l, len) * kv_layer_tok;
+    kv_layer_max = std::max(kv_layer_max, b * cached(l, len) * kv_layer_tok);
+  }
+
+  // Prefill working set per prompt token at the widest point of a layer (no autograd, one layer at a time):
+  // the residual stream and the normalised input (c·h each), the fp32 RMSNorm upcast freed just before (4h),
+  // and in the FFN the up projection, the activation and the product (3·c·i for gated FFNs, 2·c·i plain).
+  double ffn_width = double(s.intermediate);
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    if (s.is_moe_layer(l)) ffn_width = std::max(ffn_width, double(s.moe.intermediate * s.moe.experts_per_token));
+  const double ffn_live = (s.mlp == MlpKind::gated ? 3.0 : 2.0) * c * ffn_width;
+  double prefill_tok = ffn_live + 2.0 * c * h + 4.0 * h;
+  // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): scores and
+  // softmax output of one layer, per element.
+  const auto kernel = detail::sdpa_backend(s, w.attention, c);
+  double scores = 0;
+  if (kernel == detail::AttentionKernel::math || kernel == detail::AttentionKernel::eager)
+    scores = b * double(s.heads) * sp * sp * (c + 4.0);
+  // Last-position logits (logits_to_keep = 1) and generate's fp32 copy of them.
+  const double logits = b * V * (c + 4.0);
+  const double workspace = pytorch ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;
+
+  std::vector<Moment> moments;
+  auto add = [&](const char* phase, const char* what, double kv, double acts, double lg) {
+    MemoryComponents m;
+    m.weights = Bytes(weights);
+    m.kv_cache = Bytes(kv);
+    m.activations = Bytes(acts);
+    m.logits = Bytes(lg);
+    m.overhead = Bytes(workspace);
+    moments.push_back(Moment{phase, what, m});
+  };
+  add("prefill", "last layer", kv_after_prefill, b * sp * prefill_tok + scores, 0);
+  add("prefill", "logits", kv_after_prefill, b * sp * c * h, logits);
+  // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
+  add("decode", "cache append", kv_final, kv_layer_max, logits);
+
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < moments.size(); ++i)
+    if (moments[i].at.sum() > moments[best].at.sum()) best = i;
+  MemoryEstimate& mem = est.memory;
+  mem.components = moments[best].at;
+  mem.peak_phase = moments[best].phase;
+  mem.peak_what = moments[best].what;
+  mem.moments = moments;
+  mem.peak_allocated = mem.components.sum();
+  if (pytorch) mem.context = PytorchProfile::cuda_context;
+  mem.reserved = mem.peak_allocated + mem.allocator_slack;
+  mem.total = mem.reserved + mem.context;
+  return est;
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,563 @@
+// Per-GPU memory of a training step: what is live at each moment of forward, backward and the optimizer step,
+// and the peak among those moments (not a plain sum of everything).
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../enum_table.h"
+#include "../error.h"
+#include "../model.h"
+#include "../units.h"
+#include "profile.h"
+
+namespace gpuplan {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Workload
+
+enum class Precision { fp32, bf16, fp16, amp_bf16, amp_fp16, pure_bf16, pure_fp16, fp8 };
+enum class Optimizer { adamw, adamw_fused, adam, sgd, sgd_momentum, adafactor, lion, adamw_8bit };
+enum class Recompute { none, selective, full };
+enum class Attention { sdpa, flash, eager };
+
+inline constexpr std::array<Spelling<Precision>, 8> precision_names{{
+    {Precision::fp32, "fp32"},
+    {Precision::bf16, "bf16"},
+    {Precision::fp16, "fp16"},
+    {Precision::amp_bf16, "amp-bf16"},
+    {Precision::amp_fp16, "amp-fp16"},
+    {Precision::pure_bf16, "pure-bf16"},
+    {Precision::pure_fp16, "pure-fp16"},
+    {Precision::fp8, "fp8"},
+}};
+inline constexpr std::array<Spelling<Optimizer>, 8> optimizer_names{{
+    {Optimizer::adamw, "adamw"},
+    {Optimizer::adamw_fused, "adamw-fused"},
+    {Optimizer::adam, "adam"},
+    {Optimizer::sgd, "sgd"},
+    {Optimizer::sgd_momentum, "sgd-momentum"},
+    {Optimizer::adafactor, "adafactor"},
+    {Optimizer::lion, "lion"},
+    {Optimizer::adamw_8bit, "adamw-8bit"},
+}};
+inline constexpr std::array<Spelling<Recompute>, 3> recompute_names{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+inline constexpr std::array<Spelling<Attention>, 3> attention_names{
+    {{Attention::sdpa, "sdpa"}, {Attention::flash, "flash"}, {Attention::eager, "eager"}}};
+
+struct LoraSpec {
+  std::int64_t rank = 0;             // 0: no LoRA (full fine-tuning)
+  std::vector<std::string> targets;  // PEFT target_modules; "all-linear" = every linear in the decoder layers
+  bool qlora = false;                // base weights in NF4 with double quantization (QLoRA)
+};
+
+struct TrainingWorkload {
+  std::int64_t batch = 1;        // micro-batch per GPU
+  std::int64_t seq = 2048;
+  std::int64_t grad_accum = 1;
+  Precision precision = Precision::bf16;
+  Optimizer optimizer = Optimizer::adamw;
+  Recompute recompute = Recompute::none;
+  Attention attention = Attention::sdpa;
+  LoraSpec lora;
+  std::int64_t gpus = 1;         // data-parallel ranks (per node × nodes)
+  int zero = 0;                  // 0: DDP (when gpus > 1), 1–3: ZeRO stage / FSDP sharding
+  Profile profile = Profile::pytorch;
+};
+
+inline void validate(const TrainingWorkload& w) {
+  if (w.batch < 1 || w.batch > 1'000'000) throw InputError("--batch must be between 1 and 1,000,000");
+  if (w.seq < 1 || w.seq > 10'000'000) throw InputError("--seq must be between 1 and 10,000,000");
+  if (w.grad_accum < 1 || w.grad_accum > 1'000'000) throw InputError("--grad-accum must be between 1 and 1,000,000");
+  if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
+  if (w.zero < 0 || w.zero > 3) throw InputError("--zero must be 0, 1, 2 or 3");
+  if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
+  if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))
+    throw InputError("--lora-targets and --qlora need --lora-rank");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Element sizes implied by the precision recipe
+
+struct PrecisionRecipe {
+  double weight;       // bytes per stored parameter
+  double grad;         // bytes per gradient element
+  double master;       // fp32 master copy kept by the optimizer (0 when the weights are the master)
+  double state;        // bytes per optimizer-state element
+  double compute;      // matmul outputs / activations (c)
+  double stream;       // residual stream and norm outputs (r): the parameter dtype under autocast
+  bool autocast;       // torch.autocast: linear weights are cast to 16 bit once per forward and cached
+};
+
+inline PrecisionRecipe recipe_of(Precision p) {
+  switch (p) {
+    case Precision::fp32: return {4, 4, 0, 4, 4, 4, false};
+    // Mixed precision as in the ZeRO paper §3.1: 16-bit weights and gradients, fp32 master + moments (K = 12).
+    case Precision::bf16:
+    case Precision::fp16: return {2, 2, 4, 4, 2, 2, false};
+    // FP8 GEMMs over bf16 mixed precision (Transformer Engine default: fp8 copies made per step, 1 B/param).
+    case Precision::fp8: return {2, 2, 4, 4, 2, 2, false};
+    // HF Trainer --bf16: fp32 parameters, gradients and moments; autocast computes matmuls in 16 bit.
+    case Precision::amp_bf16:
+    case Precision::amp_fp16: return {4, 4, 0, 4, 2, 4, true};
+    // model.to(bfloat16): everything, moments included, in 16 bit.
+    case Precision::pure_bf16:
+    case Precision::pure_fp16: return {2, 2, 0, 2, 2, 2, false};
+  }
+  return {4, 4, 0, 4, 4, 4, false};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Result
+
+struct MemoryComponents {
+  Bytes weights{0};           // parameters (+ autocast's cached 16-bit copies, + FSDP gathered layers)
+  Bytes gradients{0};
+  Bytes optimizer_states{0};  // moments and fp32 master weights
+  Bytes activations{0};       // tensors saved for backward, and the working set of the layer being computed
+  Bytes logits{0};            // output logits and the loss's fp32 copies
+  Bytes kv_cache{0};
+  Bytes overhead{0};          // framework buffers: cuBLAS workspaces, optimizer-step temporaries, DDP buckets
+  Bytes sum() const { return weights + gradients + optimizer_states + activations + logits + kv_cache + overhead; }
+};
+
+struct Moment {
+  std::string phase;  // forward, backward, optimizer
+  std::string what;   // where in the phase
+  MemoryComponents at;
+};
+
+struct MemoryEstimate {
+  MemoryComponents components;  // at the peak moment; sums to peak_allocated
+  std::string peak_phase;
+  std::string peak_what;
+  Bytes peak_allocated{0};      // live tensors at the peak
+  Bytes allocator_slack{0};     // caching-allocator reserve beyond live tensors (rounding, fragmentation)
+  Bytes reserved{0};            // peak_allocated + allocator_slack
+  Bytes context{0};             // CUDA context, kernels, NCCL buffers: outside the allocator
+  Bytes total{0};               // reserved + context: what nvidia-smi shows for the process
+  std::vector<Moment> moments;  // the peak of each phase
+};
+
+struct TrainingShape {  // derived counts the report also shows
+  Params params{0};
+  Params active_params{0};
+  Params trainable{0};
+  Bytes activation_bytes_per_token_per_layer{0};  // average over layers, excluding s² terms
+};
+
+struct TrainingEstimate {
+  TrainingShape shape;
+  MemoryEstimate memory;
+  std::vector<std::string> assumptions;
+};
+
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Activations: bytes saved for backward per token in one decoder layer, from the tensors PyTorch autograd keeps
+// for HF transformers' modules (SDPA/flash: O(s); eager: plus score matrices, counted separately).
+
+struct ActivationDtypes {
+  double c;        // matmul outputs
+  double r;        // residual stream
+  bool autocast;
+};
+
+inline bool lora_targets_module(const LoraSpec& l, const std::string& module) {
+  if (l.rank == 0) return false;
+  for (const auto& t : l.targets)
+    if (t == "all-linear" || t == module) return true;
+  return false;
+}
+
+// Norm before a linear: HF RMSNorm upcasts to fp32 (input kept, 4 B), multiplies by the weight in the stream dtype
+// (normalised input kept for the weight's gradient, r B) and the next linear keeps its input: the norm's output,
+// or under autocast its 16-bit cast (c B). LayerNorm (native kernel) keeps its input and the linear its output.
+inline double norm_saved(const ModelSpec& s, const ActivationDtypes& d) {
+  if (s.norm == NormKind::rms) return 4.0 + d.r + d.c;
+  return d.r + d.c;
+}
+
+enum class AttentionKernel { flash, efficient, math, eager };
+
+// Which kernel PyTorch's scaled_dot_product_attention picks (torch 2.11): flash needs 16-bit inputs and
+// head_dim ≤ 256; memory-efficient also takes fp32 but not grouped-query (enable_gqa) inputs; else math.
+inline AttentionKernel sdpa_backend(const ModelSpec& s, Attention requested, double compute_bytes) {
+  if (requested == Attention::eager) return AttentionKernel::eager;
+  if (compute_bytes < 4 && s.head_dim <= 256) return AttentionKernel::flash;
+  if (s.kv_heads == s.heads) return AttentionKernel::efficient;
+  return AttentionKernel::math;
+}
+
+struct LayerActivation {
+  double per_token = 0;       // bytes per token saved for backward (linear in tokens)
+  double score_element = 0;   // bytes per attention-score element (eager attention), per head per query per key
+};
+
+inline LayerActivation layer_activation(const ModelSpec& s, std::int64_t layer, const TrainingWorkload& w,
+                                        const ActivationDtypes& d) {
+  LayerActivation a;
+  const double h = double(s.hidden);
+  const double c = d.c;
+  const double hq = double(s.q_dim());
+  const double hv = s.mla_enabled ? double(s.heads * s.mla.v_head_dim) : hq;  // attention output width
+  const double hkv = s.mla_enabled ? double(s.heads * s.head_dim) : double(s.kv_dim());
+  const double dropout_mask = s.dropout > 0 ? 1.0 : 0.0;  // bool mask per element, kept for backward
+
+  // Two norms (four in Gemma 2/3, whose post-norms keep the fp32 input and normalised tensor only).
+  a.per_token += 2 * norm_saved(s, d) * h;
+  if (s.norms_per_layer == 4) a.per_token += 2 * (4.0 + d.r) * h;
+
+  // Attention inputs kept by the kernel: q, k, v (after rotary; k/v at native GQA width, torch ≥ 2.5 SDPA
+  // enable_gqa), output O and the fp32 log-sum-exp per head.
+  if (s.mla_enabled) {
+    // MLA: the compressed latents and their norm, then full per-head q/k/v (HF DeepseekV3Attention).
+    const double lat = double(s.mla.kv_lora_rank + s.mla.qk_rope_head_dim + s.mla.q_lora_rank);
+    a.per_token += lat * (c + 4.0 + d.r) + double(s.heads * s.mla.kv_lora_rank > 0 ? s.heads * (s.mla.qk_nope_head_dim + s.mla.v_head_dim) : 0) * c;
+  }
+  switch (sdpa_backend(s, w.attention, c)) {
+    case AttentionKernel::flash:
+    case AttentionKernel::efficient:
+      a.per_token += c * (hq + 2 * hkv) + c * hv + 4.0 * double(s.heads);
+      break;
+    case AttentionKernel::math:
+      // SDPA's math fallback (fp32 with GQA): scaled q, k/v repeated to every head, fp32 softmax output kept
+      // for backward; the output is transposed into a contiguous copy for o_proj.
+      a.per_token += c * (hq + 2 * hq) + c * hv;
+      a.score_element = c + dropout_mask * (1.0 + c);
+      break;
+    case AttentionKernel::eager:
+      // HF eager: k/v repeated (repeat_kv), probabilities kept in fp32 (softmax output) and in 16 bit (input of
+      // probs @ V), output transposed into a contiguous copy for o_proj.
+      a.per_token += c * (hq + 2 * hq) + c * hv;
+      a.score_element = 4.0 + (c < 4 ? c : 0.0) + dropout_mask * (1.0 + c);
+      break;
+  }
+  if (s.qk_norm) a.per_token += (4.0 + d.r) * (hq + hkv);              // RMSNorm over head_dim on q and k
+
+  // FFN.
+  auto ffn = [&](double width, double tokens_fraction) {
+    if (s.mlp == MlpKind::gated) {
+      // gate out (SiLU input), SiLU out, up out, product (down_proj input).
+      return tokens_fraction * 4.0 * c * width;
+    }
+    if (s.activation == "gelu_new") {
+      // GPT-2's NewGELU is composed of pointwise ops: input, tanh output, 0.5·x, 1 + tanh, and the output.
+      return tokens_fraction * 5.0 * c * width;
+    }
+    return tokens_fraction * 2.0 * c * width;  // GELU input and output
+  };
+  if (s.is_moe_layer(layer)) {
+    const auto& m = s.moe;
+    a.per_token += ffn(double(m.intermediate), double(m.experts_per_token));
+    // Expert inputs are gathered per expert (index_select copies, c·h per routed token), router logits fp32.
+    a.per_token += double(m.experts_per_token) * c * h + 4.0 * double(m.experts) * 2;
+    if (m.shared_experts > 0) a.per_token += ffn(double(m.shared_intermediate * m.shared_experts), 1.0);
+  } else {
+    a.per_token += ffn(double(s.intermediate), 1.0);
+  }
+
+  // Dropout masks on the attention and MLP outputs (GPT-2 resid_pdrop).
+  a.per_token += 2 * dropout_mask * h;
+
+  // PEFT LoRA: each adapted linear adds its fp32 adapter path; what stays is the 16-bit output of the adapted
+  // linear (base + adapter, cast back) and the rank-r fp32 intermediates.
+  if (w.lora.rank > 0) {
+    for (const auto& g : layer_params(s, layer)) {
+      if (!g.linear || g.expert || !lora_targets_module(w.lora, g.module)) continue;
+      a.per_token += c * double(g.out) + 16.0 * double(w.lora.rank);
+    }
+  }
+  return a;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------------------------
+
+inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const TrainingWorkload& w) {
+  validate(s);
+  validate(w);
+  const PrecisionRecipe pr = recipe_of(w.precision);
+  const bool pytorch = w.profile == Profile::pytorch;
+  const double T = double(w.batch) * double(w.seq);  // tokens per micro-batch
+  const double b = double(w.batch), sq = double(w.seq);
+  const double N = double(w.gpus);
+  const ParamInventory inv = param_inventory(s);
+  const ParamCounts counts = count_params(s);
+  const double n_total = double(counts.total.in(unit::params));
+
+  TrainingEstimate est;
+  est.shape.params = counts.total;
+  est.shape.active_params = counts.active;
+
+  // --- Trainable parameters and optimizer state elements ---
+  double n_trainable = 0, n_lora = 0, state_elems = 0, largest_param = 0;
+  const bool lora = w.lora.rank > 0;
+  auto optimizer_elements = [&](double rows, double cols, double numel) {
+    switch (w.optimizer) {
+      case Optimizer::adamw:
+      case Optimizer::adamw_fused:
+      case Optimizer::adam:
+      case Optimizer::adamw_8bit: return 2.0 * numel;  // first and second moments (Kingma & Ba 2015, Alg. 1)
+      case Optimizer::sgd: return 0.0;
+      case Optimizer::sgd_momentum:
+      case Optimizer::lion: return numel;  // one momentum buffer (Chen et al. 2023: Lion keeps only momentum)
+      case Optimizer::adafactor:
+        // Factored second moment: row and column statistics per matrix, full for vectors (Shazeer & Stern 2018).
+        return cols > 1 ? rows + cols : numel;
+    }
+    return 0.0;
+  };
+  auto visit = [&](const std::vector<ParamGroup>& groups, bool in_layer, std::int64_t layer) {
+    for (const auto& g : groups) {
+      const double numel = double(g.numel());
+      largest_param = std::max(largest_param, double(g.out * g.in));
+      if (lora) {
+        if (in_layer && g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module)) {
+          const double adapter = double(w.lora.rank) * double(g.in + g.out);  // A: r×in, B: out×r
+          n_lora += adapter;
+          state_elems += optimizer_elements(double(w.lora.rank), double(g.in), double(w.lora.rank * g.in)) +
+                         optimizer_elements(double(g.out), double(w.lora.rank), double(g.out * w.lora.rank));
+        }
+      } else {
+        n_trainable += numel;
+        state_elems += double(g.count) * optimizer_elements(double(g.out), double(g.in), double(g.out * g.in));
+      }
+      (void)layer;
+    }
+  };
+  visit(inv.embedding, false, -1);
+  for (std::size_t l = 0; l < inv.per_layer.size(); ++l) visit(inv.per_layer[l], true, std::int64_t(l));
+  visit(inv.head, false, -1);
+  if (lora) n_trainable = n_lora;
+  est.shape.trainable = Params(static_cast<std::int64_t>(std::llround(n_trainable)));
+
+  // --- Bytes of weights, gradients, optimizer states ---
+  // LoRA adapters are fp32 (PEFT casts adapters to fp32 by default: autocast_adapter_dtype=True), so are their
+  // gradients and moments; the frozen base keeps the workload's weight dtype, or NF4 + double quantization for
+  // QLoRA: 4 + 8/64 + 32/(64·256) = 4.127 bits (QLoRA paper §3) on the decoder linears.
+  double base_weight_bytes = n_total * pr.weight;
+  if (lora && w.lora.qlora) {
+    double linear_numel = 0;
+    for (const auto& l : inv.per_layer)
+      for (const auto& g : l)
+        if (g.linear) linear_numel += double(g.numel());
+    base_weight_bytes = (n_total - linear_numel) * 2.0 + linear_numel * (4.0 + 8.0 / 64 + 32.0 / (64 * 256)) / 8.0;
+  }
+  const double adapter_bytes = lora ? n_lora * 4.0 : 0.0;
+  const double grad_el = lora ? 4.0 : pr.grad;
+  double state_el = lora ? 4.0 : pr.state;
+  double master = lora ? 0.0 : pr.master;
+  double weights_bytes = base_weight_bytes + adapter_bytes;
+  double grads_bytes = n_trainable * grad_el;
+  double states_bytes = state_elems * state_el + n_trainable * master;
+  if (w.optimizer == Optimizer::adamw_8bit) {
+    // bitsandbytes 8-bit AdamW: two uint8 moments + an fp32 absmax per 256-element block each
+    // (bitsandbytes optimizer.py Optimizer2State, blocksize 256 since PR #1365).
+    states_bytes = n_trainable * (2.0 + 8.0 / 256.0) + n_trainable * master;
+  }
+
+  // --- Sharding across data-parallel ranks (ZeRO paper §5; FSDP full_shard = 3, shard_grad_op = 2) ---
+  double ddp_buckets = 0, gathered_params = 0;
+  if (w.gpus > 1) {
+    if (w.zero >= 1) states_bytes /= N;
+    if (w.zero >= 2) grads_bytes /= N;
+    if (w.zero == 0 && pytorch) {
+      // DDP: gradient buckets are a second copy of every trainable gradient, allocated at wrap time
+      // (torch DistributedDataParallel, gradient_as_bucket_view=False).
+      ddp_buckets = n_trainable * grad_el;
+    }
+  }
+  const double weights_sharded = (w.gpus > 1 && w.zero == 3 ) || (w.gpus > 1 && w.zero == 2 && pytorch) ? weights_bytes / N : weights_bytes;
+  // FSDP2 keeps the unsharded parameters of the layer being computed and prefetches the next one
+  // (reshard_after_forward=True); with reshard_after_forward=False (ZeRO-2 style) every layer stays gathered
+  // between its forward and its backward.
+  double max_layer_params = 0;
+  for (const auto& l : inv.per_layer) {
+    double n = 0;
+    for (const auto& g : l) n += double(g.numel());
+    max_layer_params = std::max(max_layer_params, n);
+  }
+
+  // --- Activations ---
+  detail::ActivationDtypes dt{pr.compute, pr.stream, pr.autocast};
+  std::vector<double> layer_saved(static_cast<std::size_t>(s.layers));
+  std::vector<double> layer_full(static_cast<std::size_t>(s.layers));  // without recomputation
+  double sum_per_token = 0;
+  double layer_transient_max = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    const auto a = detail::layer_activation(s, l, w, dt);
+    // Eager attention materialises b·heads·s·s scores per layer (HF eager computes the full matrix and masks it,
+    // also for sliding-window layers).
+    const double scores = a.score_element * b * double(s.heads) * sq * sq;
+    double full = a.per_token * T + scores;
+    double saved = full;
+    if (w.recompute == Recompute::full) {
+      saved = pr.stream * double(s.hidden) * T;  // checkpoint = the layer input (HF non-reentrant, per layer)
+    } else if (w.recompute == Recompute::selective) {
+      saved = a.per_token * T;  // attention core recomputed: the s² terms go (Korthikanti et al. 2022 §5)
+    }
+    layer_saved[static_cast<std::size_t>(l)] = saved;
+    layer_full[static_cast<std::size_t>(l)] = full;
+    sum_per_token += a.per_token;
+    // While a layer runs forward its pre-softmax scores also exist (16-bit, freed after softmax).
+    if (a.score_element > 0) layer_transient_max = std::max(layer_transient_max, pr.compute * b * double(s.heads) * sq * sq);
+  }
+  est.shape.activation_bytes_per_token_per_layer = Bytes(sum_per_token / double(s.layers));
+
+  const double h = double(s.hidden), V = double(s.vocab);
+  // Outside the layers: int64 input ids and labels (8 B each) and the loss's shifted/padded label copies
+  // (HF ForCausalLMLoss pads and shifts labels: two more int64 per token).
+  double outside = 32.0 * T;
+  // Final norm before lm_head (same tensors as a layer norm).
+  outside += detail::norm_saved(s, dt) * h * T;
+  if (s.learned_positions > 0 && s.dropout > 0) outside += 1.0 * h * T;  // embedding dropout mask (embd_pdrop)
+
+  // --- Logits and loss (HF ForCausalLMLoss: logits.float(), then cross_entropy = log_softmax + nll) ---
+  const double cl = pr.compute;  // lm_head output dtype
+  // Forward at the loss: logits (kept in outputs.logits), their fp32 upcast (skipped when already fp32)
+  // and the saved log-softmax output (fp32).
+  const double ce_forward = (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T;
+  // Backward through the loss: logits, two fp32 [tokens, V] buffers (nll grad / log-softmax grad) and, for 16-bit
+  // logits, the grad cast back to the logits dtype. Measured on H200: 12 B·V per token for bf16 and fp32 logits.
+  const double ce_backward = (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T;
+
+  // --- Autocast weight cache: 16-bit copies of every linear weight, made in forward, released as backward
+  // consumes them (torch.autocast caches casts of leaf tensors that require grad).
+  double linear_params = 0;
+  for (const auto& l : inv.per_layer)
+    for (const auto& g : l)
+      if (g.linear) linear_params += double(g.numel());
+  double head_linear = s.tied_embeddings ? V * h : 0;  // tied lm_head casts the embedding matrix
+  for (const auto& g : inv.head)
+    if (g.linear) head_linear += double(g.numel());
+  const double autocast_cache = pr.autocast && !lora ? (linear_params + head_linear) * 2.0 / (w.zero == 3 && w.gpus > 1 ? N : 1.0) : 0.0;
+
+  // --- Per-layer gradient bytes (gradients appear layer by layer in backward) ---
+  std::vector<double> layer_grad(static_cast<std::size_t>(s.layers), 0.0);
+  double emb_grad = 0, head_grad = 0;
+  if (!lora) {
+    for (std::size_t l = 0; l < inv.per_layer.size(); ++l)
+      for (const auto& g : inv.per_layer[l]) layer_grad[l] += double(g.numel()) * grad_el;
+    for (const auto& g : inv.embedding) emb_grad += double(g.numel()) * grad_el;
+    for (const auto& g : inv.head) head_grad += double(g.numel()) * grad_el;
+  } else {
+    for (std::size_t l = 0; l < inv.per_layer.size(); ++l)
+      for (const auto& g : inv.per_layer[l])
+        if (g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module))
+          layer_grad[l] += double(w.lora.rank) * double(g.in + g.out) * 4.0;
+  }
+  const double grad_scale = (w.gpus > 1 && w.zero >= 2) ? 1.0 / N : 1.0;
+  for (auto& g : layer_grad) g *= grad_scale;
+  emb_grad *= grad_scale;
+  head_grad *= grad_scale;
+  if (s.tied_embeddings && !lora) { head_grad += emb_grad; emb_grad = 0; }  // the shared matrix's grad appears at lm_head
+
+  // --- Framework constants ---
+  const double workspace = pytorch ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;
+
+  // --- Optimizer step temporaries ---
+  double step_temp = 0;
+  if (pytorch) {
+    const double trainable_local = n_trainable * ((w.gpus > 1 && w.zero >= 1) ? 1.0 / N : 1.0);
+    switch (w.optimizer) {
+      case Optimizer::adamw:
+      case Optimizer::adam:
+        // torch multi-tensor (foreach) AdamW: one intermediate list the size of a moment (sqrt of exp_avg_sq),
+        // measured as 1× parameter-state bytes on H200 (8B: foreach − fused = 16.04 GB ≈ 2 B × 8.03B).
+        step_temp = trainable_local * state_el;
+        break;
+      case Optimizer::adafactor:
+      case Optimizer::lion:
+        step_temp = 3.0 * largest_param * 4.0;  // per-tensor loop: fp32 update temporaries of one tensor
+        break;
+      default: step_temp = 0;  // fused kernels and in-place foreach updates (SGD momentum) need no copy
+    }
+    if (master > 0) step_temp += trainable_local * 4.0;  // fp32 copy of the 16-bit grads for the master update
+  }
+
+  // --- The timeline ---
+  const double P = weights_sharded;
+  const double S = states_bytes;
+  const double G_full = grads_bytes;
+  const double accum_grads = w.grad_accum > 1 ? G_full : 0.0;  // later micro-batches find the grads allocated
+  std::vector<Moment> moments;
+  auto moment = [&](const char* phase, std::string what, double weights, double grads, double acts, double logits,
+                    double over) {
+    MemoryComponents m;
+    m.weights = Bytes(weights);
+    m.gradients = Bytes(grads);
+    m.optimizer_states = Bytes(S);
+    m.activations = Bytes(acts);
+    m.logits = Bytes(logits);
+    m.overhead = Bytes(over);
+    moments.push_back(Moment{phase, std::move(what), m});
+  };
+  const double fsdp_layer = (w.gpus > 1 && w.zero == 3) ? 2.0 * max_layer_params * pr.weight : 0.0;
+  const double fsdp_all = (w.gpus > 1 && w.zero == 2 && pytorch) ? weights_bytes - P : 0.0;
+  const double gathered = fsdp_layer + fsdp_all;
+  (void)gathered_params;
+  const double base_over = workspace + ddp_buckets;
+  double saved_all = 0;
+  for (double x : layer_saved) saved_all += x;
+
+  // Forward: inside the last layer (its full activations exist even under recomputation), then at the loss.
+  {
+    const double before_last = saved_all - layer_saved.back();
+    moment("forward", "last decoder layer", P + autocast_cache + gathered, accum_grads,
+           before_last + layer_full.back() + layer_transient_max + outside, 0, base_over);
+    moment("forward", "loss (log-softmax)", P + autocast_cache + gathered, accum_grads, saved_all + outside,
+           ce_forward, base_over);
+  }
+  // Backward: through the loss, then layer by layer from the top; gradients accumulate as activations go.
+  {
+    moment("backward", "loss", P + autocast_cache + gathered, accum_grads, saved_all + outside, ce_backward, base_over);
+    double grads = accum_grads > 0 ? accum_grads : head_grad;
+    double acts = saved_all;
+    double cache = autocast_cache;
+    for (std::int64_t l = s.layers - 1; l >= 0; --l) {
+      const auto i = static_cast<std::size_t>(l);
+      // Recomputed layers rebuild their full activations; the layer's weight grads appear during its backward.
+      const double working = layer_full[i] + (w.recompute == Recompute::full ? 0.0 : 0.0);
+      const double new_grads = accum_grads > 0 ? 0.0 : layer_grad[i];
+      moment("backward", "layer " + std::to_string(l), P + cache + gathered, grads + new_grads,
+             acts - layer_saved[i] + working, 0, base_over);
+      acts -= layer_saved[i];
+      grads += new_grads;
+      cache -= autocast_cache / double(s.layers + 1);
+    }
+    moment("backward", "embeddings", P + gathered, accum_grads > 0 ? accum_grads : grads + emb_grad, 0, 0, base_over);
+  }
+  // Optimizer step.
+  moment("optimizer", "step", P, G_full, 0, 0, base_over + step_temp);
+
+  // Peak moment, and the peak of each phase for the report.
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < moments.size(); ++i)
+    if (moments[i].at.sum() > moments[best].at.sum()) best = i;
+  MemoryEstimate& mem = est.memory;
+  mem.components = moments[best].at;
+  mem.peak_phase = moments[best].phase;
+  mem.peak_what = moments[best].what;
+  for (const char* phase : {"forward", "backward", "optimizer"}) {
+    const Moment* top = nullptr;
+    for (const auto& m : moments)
+      if (m.phase == phase && (!top || m.at.sum() > top->at.sum())) top = &m;
+    if (top) mem.moments.push_back(*top);
+  }
+  mem.peak_allocated = mem.components.sum();
+  if (pytorch) {
+    mem.context = PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0));
+  }
+  mem.allocator_slack = Bytes(0);
+  mem.reserved = mem.peak_allocated + mem.allocator_slack;
+  mem.total = mem.reserved + mem.context;
+  return est;
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,314 @@
+// Model architecture: the shape of a decoder-only transformer, its exact parameter inventory, and a standard
+// shape derived from a bare parameter count.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "units.h"
+
+namespace gpuplan {
+
+enum class MlpKind { gated, plain };       // gated: SwiGLU/GeGLU (gate, up, down); plain: up, down (GPT-2, NeoX)
+enum class NormKind { rms, layer };        // RMSNorm (weight only) or LayerNorm (weight + bias)
+enum class Family { llama, gpt2, gpt_neox };  // which HF module layout (names, fused projections) applies
+
+struct MoeSpec {
+  std::int64_t experts = 0;             // routed experts per MoE layer (0 = dense model)
+  std::int64_t experts_per_token = 0;   // top-k
+  std::int64_t intermediate = 0;        // per-expert FFN width
+  std::int64_t shared_experts = 0;      // always-active experts (DeepSeek: count; Qwen2-MoE: 1 of shared width)
+  std::int64_t shared_intermediate = 0; // width of one shared expert
+  bool shared_gate = false;             // Qwen2-MoE: sigmoid gate h→1 on the shared expert
+  bool router_bias = false;             // DeepSeek-V3: e_score_correction_bias (E values per layer)
+};
+
+struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)
+  std::int64_t q_lora_rank = 0;  // 0: q is projected directly from h
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string model_type;  // HF model_type, or "derived" for a shape derived from --params
+  Family family = Family::llama;
+  std::int64_t vocab = 0;
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate = 0;
+  MlpKind mlp = MlpKind::gated;
+  std::string activation = "silu";
+  NormKind norm = NormKind::rms;
+  bool tied_embeddings = false;
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;              // Qwen3 / Gemma 3: RMSNorm over head_dim on q and k
+  int norms_per_layer = 2;           // Gemma 2/3: 4 (pre/post attention and feed-forward)
+  std::int64_t learned_positions = 0;  // GPT-2: wpe rows (n_positions); 0 for rotary models
+  std::int64_t max_positions = 0;
+  std::int64_t sliding_window = 0;     // 0: none
+  std::vector<bool> sliding_layers;    // per layer: true = sliding-window attention (empty = none)
+  bool parallel_residual = false;      // GPT-NeoX
+  double dropout = 0.0;                // HF training dropout on attention/residual/embeddings (GPT-2: 0.1)
+  MoeSpec moe;
+  std::vector<bool> moe_layers;        // per layer: true = MoE FFN (empty = all dense)
+  bool mla_enabled = false;
+  MlaSpec mla;
+
+  std::int64_t q_dim() const { return mla_enabled ? heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim) : heads * head_dim; }
+  std::int64_t kv_dim() const { return kv_heads * head_dim; }
+  bool is_moe_layer(std::int64_t l) const { return !moe_layers.empty() && moe_layers[static_cast<std::size_t>(l)]; }
+  bool is_sliding_layer(std::int64_t l) const {
+    return sliding_window > 0 && !sliding_layers.empty() && sliding_layers[static_cast<std::size_t>(l)];
+  }
+};
+
+// One parameter tensor family: `count` matrices of out×in (a bias or norm has in = 1).
+struct ParamGroup {
+  std::string module;      // HF module name, as PEFT's target_modules sees it (q_proj, c_attn, experts, ...)
+  std::int64_t out = 0;
+  std::int64_t in = 1;
+  std::int64_t count = 1;
+  bool linear = false;     // an nn.Linear/Conv1D weight (autocast casts these; LoRA can target them)
+  bool expert = false;     // routed-expert weight (only experts_per_token/experts of it is active per token)
+  bool is_matrix() const { return in > 1; }
+  std::int64_t numel() const { return out * in * count; }
+};
+
+struct ParamInventory {
+  std::vector<ParamGroup> embedding;               // token (and position) embeddings
+  std::vector<std::vector<ParamGroup>> per_layer;  // decoder layers
+  std::vector<ParamGroup> head;                    // final norm and untied output projection
+};
+
+namespace detail {
+
+inline void add(std::vector<ParamGroup>& v, std::string m, std::int64_t out, std::int64_t in, bool linear,
+                std::int64_t count = 1, bool expert = false) {
+  v.push_back(ParamGroup{std::move(m), out, in, count, linear, expert});
+}
+
+inline void add_norm(std::vector<ParamGroup>& v, const ModelSpec& s, const std::string& name, std::int64_t width) {
+  add(v, name, width, 1, false);
+  if (s.norm == NormKind::layer) add(v, name + ".bias", width, 1, false);
+}
+
+inline void add_linear(std::vector<ParamGroup>& v, const std::string& name, std::int64_t out, std::int64_t in,
+                       bool bias, std::int64_t count = 1, bool expert = false) {
+  add(v, name, out, in, true, count, expert);
+  if (bias) add(v, name + ".bias", out, 1, false, count, expert);
+}
+
+inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
+  const std::int64_t h = s.hidden;
+  if (s.mla_enabled) {  // DeepSeek-V2/V3 MLA, HF DeepseekV3Attention
+    const auto& m = s.mla;
+    const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    if (m.q_lora_rank > 0) {
+      add_linear(v, "q_a_proj", m.q_lora_rank, h, s.qkv_bias);
+      add_norm(v, s, "q_a_layernorm", m.q_lora_rank);
+      add_linear(v, "q_b_proj", s.heads * qk, m.q_lora_rank, false);
+    } else {
+      add_linear(v, "q_proj", s.heads * qk, h, false);
+    }
+    add_linear(v, "kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, h, s.qkv_bias);
+    add_norm(v, s, "kv_a_layernorm", m.kv_lora_rank);
+    add_linear(v, "kv_b_proj", s.heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, false);
+    add_linear(v, "o_proj", h, s.heads * m.v_head_dim, s.o_bias);
+    return;
+  }
+  const std::int64_t q = s.q_dim(), kv = s.kv_dim();
+  switch (s.family) {
+    case Family::gpt2:  // Conv1D c_attn (h → 3h) and c_proj, both with bias
+      add_linear(v, "c_attn", q + 2 * kv, h, true);
+      add_linear(v, "c_proj", h, q, true);
+      break;
+    case Family::gpt_neox:
+      add_linear(v, "query_key_value", q + 2 * kv, h, s.qkv_bias);
+      add_linear(v, "dense", h, q, s.o_bias);
+      break;
+    case Family::llama:
+      if (s.model_type == "phi3") {
+        add_linear(v, "qkv_proj", q + 2 * kv, h, s.qkv_bias);
+      } else {
+        add_linear(v, "q_proj", q, h, s.qkv_bias);
+        add_linear(v, "k_proj", kv, h, s.qkv_bias);
+        add_linear(v, "v_proj", kv, h, s.qkv_bias);
+      }
+      add_linear(v, "o_proj", h, q, s.o_bias);
+      if (s.qk_norm) {
+        add(v, "q_norm", s.head_dim, 1, false);
+        add(v, "k_norm", s.head_dim, 1, false);
+      }
+      break;
+  }
+}
+
+inline void add_dense_mlp(std::vector<ParamGroup>& v, const ModelSpec& s, std::int64_t width, const std::string& prefix,
+                          std::int64_t count = 1, bool expert = false) {
+  const std::int64_t h = s.hidden;
+  switch (s.family) {
+    case Family::gpt2:
+      add_linear(v, prefix + "c_fc", width, h, true);
+      add_linear(v, prefix + "c_proj", h, width, true);
+      return;
+    case Family::gpt_neox:
+      add_linear(v, prefix + "dense_h_to_4h", width, h, s.mlp_bias);
+      add_linear(v, prefix + "dense_4h_to_h", h, width, s.mlp_bias);
+      return;
+    case Family::llama:
+      if (s.mlp == MlpKind::plain) {
+        add_linear(v, prefix + "up_proj", width, h, s.mlp_bias, count, expert);
+        add_linear(v, prefix + "down_proj", h, width, s.mlp_bias, count, expert);
+      } else if (s.model_type == "phi3") {
+        add_linear(v, prefix + "gate_up_proj", 2 * width, h, s.mlp_bias, count, expert);
+        add_linear(v, prefix + "down_proj", h, width, s.mlp_bias, count, expert);
+      } else {
+        add_linear(v, prefix + "gate_proj", width, h, s.mlp_bias, count, expert);
+        add_linear(v, prefix + "up_proj", width, h, s.mlp_bias, count, expert);
+        add_linear(v, prefix + "down_proj", h, width, s.mlp_bias, count, expert);
+      }
+      return;
+  }
+}
+
+inline void add_moe(std::vector<ParamGroup>& v, const ModelSpec& s) {
+  const auto& m = s.moe;
+  add_linear(v, "gate", m.experts, s.hidden, false);  // router
+  if (m.router_bias) add(v, "gate.e_score_correction_bias", m.experts, 1, false);
+  add_dense_mlp(v, s, m.intermediate, "experts.", m.experts, true);
+  if (m.shared_experts > 0) add_dense_mlp(v, s, m.shared_intermediate * m.shared_experts, "shared_experts.");
+  if (m.shared_gate) add_linear(v, "shared_expert_gate", 1, s.hidden, false);
+}
+
+}  // namespace detail
+
+inline std::vector<ParamGroup> layer_params(const ModelSpec& s, std::int64_t layer) {
+  std::vector<ParamGroup> v;
+  const std::int64_t h = s.hidden;
+  const bool gpt = s.family != Family::llama;
+  detail::add_norm(v, s, gpt ? (s.family == Family::gpt2 ? "ln_1" : "input_layernorm") : "input_layernorm", h);
+  detail::add_attention(v, s);
+  detail::add_norm(v, s, s.family == Family::gpt2 ? "ln_2" : "post_attention_layernorm", h);
+  for (int extra = 2; extra < s.norms_per_layer; ++extra) detail::add_norm(v, s, "feedforward_layernorm", h);
+  if (s.is_moe_layer(layer)) detail::add_moe(v, s);
+  else detail::add_dense_mlp(v, s, s.intermediate, "");
+  return v;
+}
+
+inline ParamInventory param_inventory(const ModelSpec& s) {
+  ParamInventory inv;
+  detail::add(inv.embedding, s.family == Family::gpt2 ? "wte" : "embed_tokens", s.vocab, s.hidden, false);
+  if (s.learned_positions > 0) detail::add(inv.embedding, "wpe", s.learned_positions, s.hidden, false);
+  inv.per_layer.reserve(static_cast<std::size_t>(s.layers));
+  for (std::int64_t l = 0; l < s.layers; ++l) inv.per_layer.push_back(layer_params(s, l));
+  detail::add_norm(inv.head, s, s.family == Family::gpt2 ? "ln_f" : "norm", s.hidden);
+  if (!s.tied_embeddings) detail::add(inv.head, "lm_head", s.vocab, s.hidden, true);
+  return inv;
+}
+
+namespace detail {
+inline std::int64_t sum_numel(const std::vector<ParamGroup>& v, bool active_only, const MoeSpec& m) {
+  std::int64_t n = 0;
+  for (const auto& g : v) {
+    if (active_only && g.expert) n += g.out * g.in * m.experts_per_token;
+    else n += g.numel();
+  }
+  return n;
+}
+}  // namespace detail
+
+struct ParamCounts {
+  Params total{0};
+  Params active{0};      // per token: routed experts count top-k of E
+  Params embedding{0};   // input embeddings (token + position)
+  Params lm_head{0};     // untied output projection (0 when tied)
+};
+
+inline ParamCounts count_params(const ModelSpec& s) {
+  const ParamInventory inv = param_inventory(s);
+  std::int64_t total = 0, active = 0, head = 0;
+  const std::int64_t emb = detail::sum_numel(inv.embedding, false, s.moe);
+  for (const auto& l : inv.per_layer) {
+    total += detail::sum_numel(l, false, s.moe);
+    active += detail::sum_numel(l, true, s.moe);
+  }
+  for (const auto& g : inv.head)
+    if (g.module == "lm_head") head += g.numel();
+  const std::int64_t rest = detail::sum_numel(inv.head, false, s.moe);
+  return ParamCounts{Params(emb + total + rest), Params(emb + active + rest), Params(emb), Params(head)};
+}
+
+// Reject shapes that cannot be computed with, before any formula sees them.
+inline void validate(const ModelSpec& s) {
+  auto need = [&](std::int64_t v, const char* what) {
+    if (v <= 0) throw InputError("model \"" + s.name + "\": " + what + " must be positive");
+  };
+  need(s.vocab, "vocab_size");
+  need(s.hidden, "hidden_size");
+  need(s.layers, "num_hidden_layers");
+  need(s.heads, "num_attention_heads");
+  need(s.kv_heads, "num_key_value_heads");
+  need(s.head_dim, "head_dim");
+  need(s.intermediate, "intermediate_size");
+  if (s.heads % s.kv_heads != 0)
+    throw InputError("model \"" + s.name + "\": num_attention_heads must be a multiple of num_key_value_heads");
+  if (s.hidden > 1'000'000 || s.layers > 100'000 || s.vocab > 100'000'000 || s.intermediate > 10'000'000)
+    throw InputError("model \"" + s.name + "\": dimensions out of the supported range");
+  if (s.moe.experts > 0) {
+    need(s.moe.experts_per_token, "num_experts_per_tok");
+    need(s.moe.intermediate, "moe_intermediate_size");
+    if (s.moe.experts_per_token > s.moe.experts)
+      throw InputError("model \"" + s.name + "\": num_experts_per_tok exceeds the number of experts");
+  }
+}
+
+// A standard Llama-style decoder for a bare parameter count (--params 7B): head_dim 128, aspect ratio
+// hidden/layers = 128 (Llama 2 7B: 4096/32; 13B: 5120/40), SwiGLU width 8/3·h rounded up to 256 (Llama 2 7B:
+// 11008), vocab 32,000 and untied embeddings (Llama 2), multi-head attention. Hidden is a multiple of 128 and
+// layers are chosen to land as close to the requested count as the shape allows.
+inline ModelSpec derive_model(Params requested) {
+  const double n = double(requested.in(unit::params));
+  constexpr std::int64_t vocab = 32000;  // Llama 2 tokenizer
+  ModelSpec best;
+  double best_err = 1e300;
+  for (std::int64_t h = 128; h <= (1 << 20); h += 128) {
+    const std::int64_t i = ((8 * h / 3 + 255) / 256) * 256;
+    // q, k, v, o (MHA: 4h²) + SwiGLU gate/up/down (3·h·i) + two RMSNorm gains (2h); see layer_params.
+    const double per_layer = 4.0 * double(h) * double(h) + 3.0 * double(h) * double(i) + 2.0 * double(h);
+    const double outside = 2.0 * double(vocab) * double(h) + double(h);  // untied embedding + lm_head, final norm
+    const auto layers = std::max<std::int64_t>(1, std::llround((n - outside) / per_layer));
+    const double aspect = double(h) / double(layers);
+    if (aspect < 64 || aspect > 256) continue;  // not the proportions of a standard model of this size
+    const double err = std::abs(outside + per_layer * double(layers) - n);
+    if (err < best_err) {
+      best_err = err;
+      best.hidden = h;
+      best.intermediate = i;
+      best.layers = layers;
+    }
+  }
+  if (best.layers == 0 || best_err > 0.1 * n)
+    throw InputError("no standard decoder shape has about " + std::to_string(requested.in(unit::params)) +
+                     " parameters; describe the model with --model or --config");
+  best.name = "derived";
+  best.model_type = "derived";
+  best.vocab = vocab;
+  best.head_dim = 128;
+  best.heads = best.hidden / 128;
+  best.kv_heads = best.heads;
+  best.max_positions = 4096;
+  return best;
+}
+
+}  // namespace gpuplan

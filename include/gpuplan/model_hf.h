@@ -1,0 +1,246 @@
+// Hugging Face config.json → ModelSpec, one function per model_type family.
+#pragma once
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "model.h"
+
+namespace gpuplan {
+
+namespace detail {
+
+class HfConfig {
+ public:
+  HfConfig(const nlohmann::json& j, std::string where) : j_(j), where_(std::move(where)) {
+    // Multimodal wrappers keep the language model under text_config.
+    if (j_.contains("text_config") && j_["text_config"].is_object() && !j_.contains("num_hidden_layers"))
+      j_ = j_["text_config"];
+  }
+  bool has(const char* k) const { return j_.contains(k) && !j_[k].is_null(); }
+  std::int64_t integer(const char* k) const {
+    if (!has(k)) throw DataError(where_ + ": missing field \"" + k + "\"");
+    const auto& v = j_[k];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+      throw DataError(where_ + ": field \"" + k + "\" must be a non-negative integer");
+    return v.get<std::int64_t>();
+  }
+  std::int64_t integer(const char* k, std::int64_t fallback) const { return has(k) ? integer(k) : fallback; }
+  bool boolean(const char* k, bool fallback) const {
+    if (!has(k)) return fallback;
+    if (!j_[k].is_boolean()) throw DataError(where_ + ": field \"" + k + "\" must be true or false");
+    return j_[k].get<bool>();
+  }
+  double number(const char* k, double fallback) const {
+    if (!has(k)) return fallback;
+    if (!j_[k].is_number()) throw DataError(where_ + ": field \"" + k + "\" must be a number");
+    return j_[k].get<double>();
+  }
+  std::string string(const char* k, std::string fallback) const {
+    if (!has(k)) return fallback;
+    if (!j_[k].is_string()) throw DataError(where_ + ": field \"" + k + "\" must be a string");
+    return j_[k].get<std::string>();
+  }
+  const nlohmann::json& raw() const { return j_; }
+  const std::string& where() const { return where_; }
+
+ private:
+  nlohmann::json j_;
+  std::string where_;
+};
+
+inline void read_attention_shape(ModelSpec& s, const HfConfig& c) {
+  s.vocab = c.integer("vocab_size");
+  s.hidden = c.integer("hidden_size");
+  s.layers = c.integer("num_hidden_layers");
+  s.heads = c.integer("num_attention_heads");
+  s.kv_heads = c.integer("num_key_value_heads", s.heads);
+  if (s.heads == 0) throw DataError(c.where() + ": num_attention_heads must be positive");
+  s.head_dim = c.integer("head_dim", s.hidden / s.heads);
+  s.max_positions = c.integer("max_position_embeddings", 0);
+}
+
+// layer_types (transformers ≥ 4.53) names each layer's attention; older configs give sliding_window alone.
+inline void read_sliding(ModelSpec& s, const HfConfig& c, bool all_layers_when_no_types) {
+  const std::int64_t window = c.integer("sliding_window", 0);
+  if (c.has("use_sliding_window") && !c.boolean("use_sliding_window", false)) return;  // Qwen2: off by default
+  if (window <= 0) return;
+  s.sliding_window = window;
+  s.sliding_layers.assign(static_cast<std::size_t>(s.layers), all_layers_when_no_types);
+  if (c.has("layer_types")) {
+    const auto& t = c.raw()["layer_types"];
+    if (!t.is_array() || static_cast<std::int64_t>(t.size()) != s.layers)
+      throw DataError(c.where() + ": layer_types must list one entry per layer");
+    for (std::size_t l = 0; l < t.size(); ++l) {
+      if (!t[l].is_string()) throw DataError(c.where() + ": layer_types entries must be strings");
+      s.sliding_layers[l] = t[l].get<std::string>() == "sliding_attention";
+    }
+  }
+}
+
+inline void set_moe_layers(ModelSpec& s, std::int64_t first_dense, std::int64_t every) {
+  s.moe_layers.assign(static_cast<std::size_t>(s.layers), false);
+  if (every <= 0) every = 1;
+  for (std::int64_t l = first_dense; l < s.layers; ++l)
+    if ((l + 1) % every == 0 || every == 1) s.moe_layers[static_cast<std::size_t>(l)] = true;
+}
+
+inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
+  ModelSpec s;
+  s.model_type = type;
+  s.family = Family::llama;
+  read_attention_shape(s, c);
+  s.intermediate = c.integer("intermediate_size");
+  s.activation = c.string("hidden_act", c.string("hidden_activation", "silu"));
+  s.dropout = c.number("attention_dropout", 0.0);
+  const bool gemma = type.rfind("gemma", 0) == 0;
+  s.tied_embeddings = c.boolean("tie_word_embeddings", gemma);  // Gemma ties by default, Llama does not
+  s.qkv_bias = c.boolean("attention_bias", type == "qwen2" || type == "qwen2_moe");
+  if (type == "qwen2" || type == "qwen2_moe") s.qkv_bias = true;  // Qwen2 q/k/v always carry a bias
+  s.mlp_bias = c.boolean("mlp_bias", false);
+  if (type == "llama") s.o_bias = s.qkv_bias;  // LlamaAttention puts attention_bias on o_proj too
+  s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+  s.norms_per_layer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
+  read_sliding(s, c, type == "mistral" || type == "mixtral" || type == "phi3");
+  if (type == "gemma2" && s.sliding_window > 0 && !c.has("layer_types"))
+    for (std::int64_t l = 0; l < s.layers; ++l) s.sliding_layers[static_cast<std::size_t>(l)] = l % 2 == 0;
+  if (type == "gemma3_text" && s.sliding_window > 0 && !c.has("layer_types")) {
+    const std::int64_t pattern = c.integer("sliding_window_pattern", 6);  // 5 local : 1 global
+    for (std::int64_t l = 0; l < s.layers; ++l)
+      s.sliding_layers[static_cast<std::size_t>(l)] = (l + 1) % pattern != 0;
+  }
+  if (type == "mixtral") {
+    s.moe.experts = c.integer("num_local_experts");
+    s.moe.experts_per_token = c.integer("num_experts_per_tok");
+    s.moe.intermediate = s.intermediate;
+    set_moe_layers(s, 0, 1);
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    s.moe.experts = c.integer("num_experts");
+    s.moe.experts_per_token = c.integer("num_experts_per_tok");
+    s.moe.intermediate = c.integer("moe_intermediate_size");
+    if (type == "qwen2_moe") {
+      s.moe.shared_intermediate = c.integer("shared_expert_intermediate_size", 0);
+      s.moe.shared_experts = s.moe.shared_intermediate > 0 ? 1 : 0;
+      s.moe.shared_gate = s.moe.shared_experts > 0;
+    }
+    set_moe_layers(s, 0, c.integer("decoder_sparse_step", 1));
+    if (c.has("mlp_only_layers")) {
+      const auto& m = c.raw()["mlp_only_layers"];
+      if (!m.is_array()) throw DataError(c.where() + ": mlp_only_layers must be a list");
+      for (const auto& l : m)
+        if (l.is_number_integer() && l.get<std::int64_t>() >= 0 && l.get<std::int64_t>() < s.layers)
+          s.moe_layers[static_cast<std::size_t>(l.get<std::int64_t>())] = false;
+    }
+  } else if (type == "deepseek_v3" || type == "deepseek_v2") {
+    s.mla_enabled = true;
+    s.mla.q_lora_rank = c.integer("q_lora_rank", 0);
+    s.mla.kv_lora_rank = c.integer("kv_lora_rank");
+    s.mla.qk_nope_head_dim = c.integer("qk_nope_head_dim");
+    s.mla.qk_rope_head_dim = c.integer("qk_rope_head_dim");
+    s.mla.v_head_dim = c.integer("v_head_dim");
+    s.head_dim = s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim;
+    s.kv_heads = s.heads;  // MLA expands to one key/value per head
+    s.moe.experts = c.integer("n_routed_experts", 0);
+    if (s.moe.experts > 0) {
+      s.moe.experts_per_token = c.integer("num_experts_per_tok");
+      s.moe.intermediate = c.integer("moe_intermediate_size");
+      s.moe.shared_experts = c.integer("n_shared_experts", 0);
+      s.moe.shared_intermediate = s.moe.intermediate;
+      s.moe.router_bias = type == "deepseek_v3";  // noaux_tc routing keeps a per-expert score bias
+      set_moe_layers(s, c.integer("first_k_dense_replace", 0), c.integer("moe_layer_freq", 1));
+    }
+  }
+  return s;
+}
+
+inline ModelSpec from_gpt2(const HfConfig& c) {
+  ModelSpec s;
+  s.model_type = "gpt2";
+  s.family = Family::gpt2;
+  s.vocab = c.integer("vocab_size");
+  s.hidden = c.integer("n_embd");
+  s.layers = c.integer("n_layer");
+  s.heads = c.integer("n_head");
+  if (s.heads == 0) throw DataError(c.where() + ": n_head must be positive");
+  s.kv_heads = s.heads;
+  s.head_dim = s.hidden / s.heads;
+  s.intermediate = c.integer("n_inner", 4 * s.hidden);  // GPT-2: 4h when n_inner is null
+  s.mlp = MlpKind::plain;
+  s.norm = NormKind::layer;
+  s.activation = c.string("activation_function", "gelu_new");
+  s.tied_embeddings = c.boolean("tie_word_embeddings", true);
+  s.qkv_bias = s.o_bias = s.mlp_bias = true;
+  s.learned_positions = c.integer("n_positions");
+  s.max_positions = s.learned_positions;
+  s.dropout = c.number("attn_pdrop", 0.1);
+  return s;
+}
+
+inline ModelSpec from_gpt_neox(const HfConfig& c) {
+  ModelSpec s;
+  s.model_type = "gpt_neox";
+  s.family = Family::gpt_neox;
+  read_attention_shape(s, c);
+  s.kv_heads = s.heads;
+  s.intermediate = c.integer("intermediate_size");
+  s.mlp = MlpKind::plain;
+  s.norm = NormKind::layer;
+  s.activation = c.string("hidden_act", "gelu");
+  s.tied_embeddings = c.boolean("tie_word_embeddings", false);
+  s.qkv_bias = c.boolean("attention_bias", true);
+  s.o_bias = s.qkv_bias;
+  s.mlp_bias = true;
+  s.parallel_residual = c.boolean("use_parallel_residual", true);
+  s.dropout = c.number("attention_dropout", 0.0);
+  return s;
+}
+
+}  // namespace detail
+
+inline constexpr const char* supported_model_types =
+    "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, gpt2, "
+    "gpt_neox, deepseek_v2, deepseek_v3";
+
+// Parse an HF config object; `where` names it in errors (a path or a preset id).
+inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw DataError(where + ": expected a JSON object");
+  detail::HfConfig c(j, where);
+  const std::string type = c.string("model_type", "");
+  if (type.empty()) throw DataError(where + ": missing field \"model_type\"");
+  ModelSpec s;
+  if (type == "gpt2") s = detail::from_gpt2(c);
+  else if (type == "gpt_neox") s = detail::from_gpt_neox(c);
+  else if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe" ||
+           type == "qwen3" || type == "qwen3_moe" || type == "gemma" || type == "gemma2" || type == "gemma3_text" ||
+           type == "phi3" || type == "deepseek_v3" || type == "deepseek_v2")
+    s = detail::from_llama_like(c, type);
+  else
+    throw DataError(where + ": unsupported model_type \"" + type + "\" (supported: " + supported_model_types + ")");
+  s.name = c.string("_name_or_path", "");
+  if (s.name.empty()) s.name = where;
+  try {
+    validate(s);
+  } catch (const InputError& e) {
+    throw DataError(where + ": " + e.what());  // a config's bad shape is a data problem, not a usage one
+  }
+  return s;
+}
+
+inline ModelSpec load_hf_config(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw DataError(path + ": cannot open the model config");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DataError(path + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  }
+  return model_from_hf_config(j, path);
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,115 @@
+// Human sizes in one place: "7B" parameters, "80GB"/"80GiB" bytes, "2T" tokens.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "error.h"
+#include "units.h"
+
+namespace gpuplan {
+
+namespace detail {
+
+inline double parse_number_prefix(std::string_view text, std::size_t& used) {
+  std::string s(text);
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.'))
+    throw InputError("\"" + s + "\": expected a positive number");
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '_' )) ++i;
+  // Scientific notation: 1e21, 2.5e9.
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E') && i + 1 < s.size() &&
+      (std::isdigit(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '+' || s[i + 1] == '-')) {
+    ++i;
+    if (s[i] == '+' || s[i] == '-') ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  std::string num;
+  for (std::size_t k = 0; k < i; ++k)
+    if (s[k] != '_') num += s[k];
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(num, &pos);
+  } catch (...) {
+    throw InputError("\"" + s + "\": expected a positive number");
+  }
+  if (pos != num.size() || !std::isfinite(v)) throw InputError("\"" + s + "\": expected a positive number");
+  used = i;
+  return v;
+}
+
+// Decimal count with an optional K, M, B (or G) or T suffix.
+inline double parse_count(std::string_view text, const char* what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = parse_number_prefix(text, used);
+  } catch (const InputError&) {
+    throw InputError("\"" + std::string(text) + "\": expected a number with an optional K, M, B or T suffix (" +
+                     what + ")");
+  }
+  std::string suffix(text.substr(used));
+  double mult = 1;
+  if (suffix.empty()) mult = 1;
+  else if (suffix == "K" || suffix == "k") mult = 1e3;
+  else if (suffix == "M" || suffix == "m") mult = 1e6;
+  else if (suffix == "B" || suffix == "b" || suffix == "G" || suffix == "g") mult = 1e9;
+  else if (suffix == "T" || suffix == "t") mult = 1e12;
+  else
+    throw InputError("\"" + std::string(text) + "\": expected a number with an optional K, M, B or T suffix (" +
+                     what + ")");
+  double r = v * mult;
+  if (!(r > 0) || !std::isfinite(r))
+    throw InputError("\"" + std::string(text) + "\": must be greater than zero (" + what + ")");
+  return r;
+}
+
+}  // namespace detail
+
+// "7B" → 7e9 parameters; "1.5B", "125M", "405e9". Limit 1e15 so every downstream product stays finite.
+inline Params parse_params(std::string_view text) {
+  double v = detail::parse_count(text, "parameters");
+  if (v > 1e15) throw InputError("\"" + std::string(text) + "\": more than 1e15 parameters is not supported");
+  if (v < 1e3) throw InputError("\"" + std::string(text) + "\": fewer than 1K parameters is not a model");
+  return Params(static_cast<std::int64_t>(std::llround(v)));
+}
+
+// "2T" → 2e12 tokens.
+inline Tokens parse_tokens(std::string_view text) {
+  double v = detail::parse_count(text, "tokens");
+  if (v > 1e18) throw InputError("\"" + std::string(text) + "\": more than 1e18 tokens is not supported");
+  return Tokens(static_cast<std::int64_t>(std::llround(v)));
+}
+
+// "80GB" = 80e9 bytes, "80GiB" = 80·2^30; bare numbers are bytes. Suffixes: B, KB/KiB, MB/MiB, GB/GiB, TB/TiB.
+inline Bytes parse_bytes(std::string_view text) {
+  std::size_t used = 0;
+  double v = 0;
+  const std::string s(text);
+  const std::string expect = "\"" + s + "\": expected a size such as 80GB, 24GiB or 512MiB";
+  try {
+    v = detail::parse_number_prefix(text, used);
+  } catch (const InputError&) {
+    throw InputError(expect);
+  }
+  std::string suffix(text.substr(used));
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double mult = 0;
+  if (suffix.empty() || suffix == "B") mult = 1;
+  else if (suffix == "KB" || suffix == "K") mult = 1e3;
+  else if (suffix == "MB" || suffix == "M") mult = 1e6;
+  else if (suffix == "GB" || suffix == "G") mult = 1e9;
+  else if (suffix == "TB" || suffix == "T") mult = 1e12;
+  else if (suffix == "KIB") mult = 1024.0;
+  else if (suffix == "MIB") mult = 1048576.0;
+  else if (suffix == "GIB") mult = 1073741824.0;
+  else if (suffix == "TIB") mult = 1099511627776.0;
+  else throw InputError(expect);
+  double r = v * mult;
+  if (!(r > 0) || !std::isfinite(r) || r > 1e18) throw InputError(expect);
+  return Bytes(r);
+}
+
+}  // namespace gpuplan

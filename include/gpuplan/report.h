@@ -1,0 +1,116 @@
+// Reports: the result structs of the estimators, assembled with the model and the workload, and their JSON
+// ("schema": "gpuplan/1"). Numbers are raw: bytes, parameters, seconds, USD.
+#pragma once
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "memory/inference.h"
+#include "memory/training.h"
+#include "model.h"
+
+namespace gpuplan {
+
+inline constexpr const char* schema_id = "gpuplan/1";
+
+namespace detail {
+inline std::int64_t rounded(Bytes b) { return static_cast<std::int64_t>(std::llround(b.in(unit::bytes))); }
+
+inline nlohmann::json components_json(const MemoryComponents& c) {
+  return {{"weights", rounded(c.weights)},         {"gradients", rounded(c.gradients)},
+          {"optimizer_states", rounded(c.optimizer_states)}, {"activations", rounded(c.activations)},
+          {"logits", rounded(c.logits)},           {"kv_cache", rounded(c.kv_cache)},
+          {"overhead", rounded(c.overhead)}};
+}
+
+// Components are rounded one by one and the totals are sums of the rounded parts, so the JSON adds up exactly.
+inline nlohmann::json memory_json(const MemoryEstimate& m) {
+  nlohmann::json comps = components_json(m.components);
+  std::int64_t peak = 0;
+  for (const auto& [k, v] : comps.items()) peak += v.get<std::int64_t>();
+  const std::int64_t slack = rounded(m.allocator_slack), ctx = rounded(m.context);
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& mo : m.moments) {
+    nlohmann::json c = components_json(mo.at);
+    std::int64_t sum = 0;
+    for (const auto& [k, v] : c.items()) sum += v.get<std::int64_t>();
+    phases.push_back({{"phase", mo.phase}, {"at", mo.what}, {"allocated_bytes", sum}, {"components", c}});
+  }
+  return {{"total_bytes", peak + slack + ctx},
+          {"peak_allocated_bytes", peak},
+          {"reserved_bytes", peak + slack},
+          {"allocator_slack_bytes", slack},
+          {"context_bytes", ctx},
+          {"peak_phase", m.peak_phase},
+          {"peak_at", m.peak_what},
+          {"components", comps},
+          {"phases", phases}};
+}
+}  // namespace detail
+
+inline nlohmann::json model_json(const ModelSpec& s, const ParamCounts& counts) {
+  nlohmann::json j{{"name", s.name},
+                   {"model_type", s.model_type},
+                   {"params", counts.total.in(unit::params)},
+                   {"active_params", counts.active.in(unit::params)},
+                   {"vocab_size", s.vocab},
+                   {"hidden_size", s.hidden},
+                   {"num_layers", s.layers},
+                   {"num_heads", s.heads},
+                   {"num_kv_heads", s.kv_heads},
+                   {"head_dim", s.head_dim},
+                   {"intermediate_size", s.intermediate},
+                   {"tied_embeddings", s.tied_embeddings}};
+  if (s.moe.experts > 0)
+    j["moe"] = {{"experts", s.moe.experts},
+                {"experts_per_token", s.moe.experts_per_token},
+                {"expert_intermediate_size", s.moe.intermediate},
+                {"shared_experts", s.moe.shared_experts}};
+  if (s.sliding_window > 0) j["sliding_window"] = s.sliding_window;
+  return j;
+}
+
+inline nlohmann::json training_json(const ModelSpec& s, const TrainingWorkload& w, const TrainingEstimate& e) {
+  nlohmann::json lora = nullptr;
+  if (w.lora.rank > 0) lora = {{"rank", w.lora.rank}, {"targets", w.lora.targets}, {"qlora", w.lora.qlora}};
+  return {{"schema", schema_id},
+          {"command", "train"},
+          {"model", model_json(s, count_params(s))},
+          {"workload",
+           {{"batch", w.batch},
+            {"seq", w.seq},
+            {"grad_accum", w.grad_accum},
+            {"tokens_per_step", w.batch * w.seq * w.grad_accum * w.gpus},
+            {"precision", spell<Precision>(precision_names, w.precision)},
+            {"optimizer", spell<Optimizer>(optimizer_names, w.optimizer)},
+            {"recompute", spell<Recompute>(recompute_names, w.recompute)},
+            {"attention", spell<Attention>(attention_names, w.attention)},
+            {"lora", lora},
+            {"gpus", w.gpus},
+            {"zero", w.zero},
+            {"profile", spell<Profile>(profile_names, w.profile)}}},
+          {"trainable_params", e.shape.trainable.in(unit::params)},
+          {"memory", detail::memory_json(e.memory)},
+          {"assumptions", e.assumptions}};
+}
+
+inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload& w, const InferenceEstimate& e) {
+  nlohmann::json mem = detail::memory_json(e.memory);
+  mem["kv_cache_bytes_per_token"] = detail::rounded(e.kv_bytes_per_token);
+  return {{"schema", schema_id},
+          {"command", "infer"},
+          {"model", model_json(s, count_params(s))},
+          {"workload",
+           {{"batch", w.batch},
+            {"prompt_len", w.prompt_len},
+            {"new_tokens", w.new_tokens},
+            {"context_tokens", e.context_tokens},
+            {"precision", spell<Precision>(precision_names, w.precision)},
+            {"attention", spell<Attention>(attention_names, w.attention)},
+            {"profile", spell<Profile>(profile_names, w.profile)}}},
+          {"memory", mem},
+          {"assumptions", e.assumptions}};
+}
+
+}  // namespace gpuplan

@@ -1,0 +1,85 @@
+#include <ostream>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include "format_units.h"
+#include "render.h"
+
+namespace gpuplan::cli {
+
+namespace {
+
+using nlohmann::json;
+
+void model_lines(const json& r, std::ostream& out) {
+  const json& m = r["model"];
+  fmt::print(out, "Model      {} ({}): {} parameters", m["name"].get<std::string>(), m["model_type"].get<std::string>(),
+             grouped(m["params"].get<std::int64_t>()));
+  if (m["active_params"] != m["params"]) fmt::print(out, ", {} active", grouped(m["active_params"].get<std::int64_t>()));
+  fmt::print(out, "\n           {} layers, hidden {}, {} heads ({} KV, head_dim {}), FFN {}, vocab {}{}\n",
+             m["num_layers"].get<std::int64_t>(), m["hidden_size"].get<std::int64_t>(), m["num_heads"].get<std::int64_t>(),
+             m["num_kv_heads"].get<std::int64_t>(), m["head_dim"].get<std::int64_t>(),
+             m["intermediate_size"].get<std::int64_t>(), m["vocab_size"].get<std::int64_t>(),
+             m["tied_embeddings"].get<bool>() ? ", tied embeddings" : "");
+  if (m["model_type"] == "derived")
+    fmt::print(out, "           (shape derived from --params: Llama-2-style decoder, see README)\n");
+}
+
+void memory_table(const json& mem, std::ostream& out) {
+  const double peak = mem["peak_allocated_bytes"].get<double>();
+  fmt::print(out, "\nPer-GPU memory at the peak ({}, {}):\n", mem["peak_phase"].get<std::string>(),
+             mem["peak_at"].get<std::string>());
+  for (const char* k : {"weights", "gradients", "optimizer_states", "activations", "logits", "kv_cache", "overhead"}) {
+    const double v = mem["components"][k].get<double>();
+    if (v <= 0) continue;
+    const double share = peak > 0 ? v / peak : 0;
+    fmt::print(out, "  {:<18} {:>12}  {:5.1f}%  {}\n", k, gib(v), 100 * share,
+               std::string(static_cast<std::size_t>(share * 30 + 0.5), '#'));
+  }
+  fmt::print(out, "  {:<18} {:>12}\n", "live tensors", gib(peak));
+  fmt::print(out, "  {:<18} {:>12}\n", "allocator slack", gib(mem["allocator_slack_bytes"].get<double>()));
+  fmt::print(out, "  {:<18} {:>12}\n", "CUDA context", gib(mem["context_bytes"].get<double>()));
+  fmt::print(out, "  {:<18} {:>12}  ({:.2f} GB)\n", "total (nvidia-smi)", gib(mem["total_bytes"].get<double>()),
+             mem["total_bytes"].get<double>() / 1e9);
+  fmt::print(out, "\nPeak of each phase (live tensors):\n");
+  for (const auto& p : mem["phases"])
+    fmt::print(out, "  {:<10} {:>12}  at {}\n", p["phase"].get<std::string>(), gib(p["allocated_bytes"].get<double>()),
+               p["at"].get<std::string>());
+}
+
+void assumptions(const json& r, std::ostream& out) {
+  if (r["assumptions"].empty()) return;
+  fmt::print(out, "\nAssumptions:\n");
+  for (const auto& a : r["assumptions"]) fmt::print(out, "  - {}\n", a.get<std::string>());
+}
+
+}  // namespace
+
+void render_train_table(const json& r, std::ostream& out) {
+  model_lines(r, out);
+  const json& w = r["workload"];
+  fmt::print(out, "Workload   batch {} × seq {} (grad-accum {}), {}, {}, recompute {}, attention {}, {} GPU(s), ZeRO {}\n",
+             w["batch"].get<std::int64_t>(), w["seq"].get<std::int64_t>(), w["grad_accum"].get<std::int64_t>(),
+             w["precision"].get<std::string>(), w["optimizer"].get<std::string>(), w["recompute"].get<std::string>(),
+             w["attention"].get<std::string>(), w["gpus"].get<std::int64_t>(), w["zero"].get<int>());
+  if (!w["lora"].is_null())
+    fmt::print(out, "           LoRA rank {}{}: {} trainable parameters\n", w["lora"]["rank"].get<std::int64_t>(),
+               w["lora"]["qlora"].get<bool>() ? " (QLoRA, NF4 base)" : "", grouped(r["trainable_params"].get<std::int64_t>()));
+  memory_table(r["memory"], out);
+  assumptions(r, out);
+}
+
+void render_infer_table(const json& r, std::ostream& out) {
+  model_lines(r, out);
+  const json& w = r["workload"];
+  fmt::print(out, "Workload   batch {}, prompt {} + {} new tokens ({} cached), {}, attention {}\n",
+             w["batch"].get<std::int64_t>(), w["prompt_len"].get<std::int64_t>(), w["new_tokens"].get<std::int64_t>(),
+             w["context_tokens"].get<std::int64_t>(), w["precision"].get<std::string>(), w["attention"].get<std::string>());
+  fmt::print(out, "KV cache   {} bytes per token (all layers)\n", grouped(r["memory"]["kv_cache_bytes_per_token"].get<std::int64_t>()));
+  memory_table(r["memory"], out);
+  assumptions(r, out);
+}
+
+}  // namespace gpuplan::cli

@@ -11,6 +11,7 @@
 #include "../error.h"
 #include "../model.h"
 #include "../units.h"
+#include "breakdown.h"
 #include "profile.h"
 
 namespace gpuplan {
@@ -113,35 +114,6 @@ inline PrecisionRecipe recipe_of(Precision p) {
 // ---------------------------------------------------------------------------------------------------------------
 // Result
 
-struct MemoryComponents {
-  Bytes weights{0};           // parameters (+ autocast's cached 16-bit copies, + FSDP gathered layers)
-  Bytes gradients{0};
-  Bytes optimizer_states{0};  // moments and fp32 master weights
-  Bytes activations{0};       // tensors saved for backward, and the working set of the layer being computed
-  Bytes logits{0};            // output logits and the loss's fp32 copies
-  Bytes kv_cache{0};
-  Bytes overhead{0};          // framework buffers: cuBLAS workspaces, optimizer-step temporaries, DDP buckets
-  Bytes sum() const { return weights + gradients + optimizer_states + activations + logits + kv_cache + overhead; }
-};
-
-struct Moment {
-  std::string phase;  // forward, backward, optimizer
-  std::string what;   // where in the phase
-  MemoryComponents at;
-};
-
-struct MemoryEstimate {
-  MemoryComponents components;  // at the peak moment; sums to peak_allocated
-  std::string peak_phase;
-  std::string peak_what;
-  Bytes peak_allocated{0};      // live tensors at the peak
-  Bytes allocator_slack{0};     // caching-allocator reserve beyond live tensors (rounding, fragmentation)
-  Bytes reserved{0};            // peak_allocated + allocator_slack
-  Bytes context{0};             // CUDA context, kernels, NCCL buffers: outside the allocator
-  Bytes total{0};               // reserved + context: what nvidia-smi shows for the process
-  std::vector<Moment> moments;  // the peak of each phase
-};
-
 struct TrainingShape {  // derived counts the report also shows
   Params params{0};
   Params active_params{0};
@@ -230,12 +202,16 @@ inline LayerActivation layer_activation(const ModelSpec& s, std::int64_t layer, 
       a.per_token += c * (hq + 2 * hq) + c * hv;
       a.score_element = c + dropout_mask * (1.0 + c);
       break;
-    case AttentionKernel::eager:
-      // HF eager: k/v repeated (repeat_kv), probabilities kept in fp32 (softmax output) and in 16 bit (input of
-      // probs @ V), output transposed into a contiguous copy for o_proj.
+    case AttentionKernel::eager: {
+      // HF eager: k/v repeated (repeat_kv), output transposed into a contiguous copy for o_proj. The softmax
+      // output is kept for its backward and its 16-bit cast for probs @ V. Llama-family code takes the softmax in
+      // fp32 (dtype=torch.float32); GPT-2 in the compute dtype, or fp32 under autocast (softmax is on autocast's
+      // fp32 list). Dropout keeps a bool mask and its output.
       a.per_token += c * (hq + 2 * hq) + c * hv;
-      a.score_element = 4.0 + (c < 4 ? c : 0.0) + dropout_mask * (1.0 + c);
+      const double softmax = (s.family == Family::llama || d.autocast) ? 4.0 : c;
+      a.score_element = softmax + (softmax != c ? c : 0.0) + dropout_mask * (1.0 + c);
       break;
+    }
   }
   if (s.qk_norm) a.per_token += (4.0 + d.r) * (hq + hkv);              // RMSNorm over head_dim on q and k
 
@@ -246,8 +222,10 @@ inline LayerActivation layer_activation(const ModelSpec& s, std::int64_t layer, 
       return tokens_fraction * 4.0 * c * width;
     }
     if (s.activation == "gelu_new") {
-      // GPT-2's NewGELU is composed of pointwise ops: input, tanh output, 0.5·x, 1 + tanh, and the output.
-      return tokens_fraction * 5.0 * c * width;
+      // GPT-2's NewGELU is composed of pointwise ops: it keeps its input, tanh output, 1 + tanh, 0.5·x, and the
+      // output feeds c_proj. Under autocast pow() runs in fp32, so the tanh chain is fp32.
+      const double p = d.autocast ? 4.0 : c;
+      return tokens_fraction * (3.0 * c + 2.0 * p) * width;
     }
     return tokens_fraction * 2.0 * c * width;  // GELU input and output
   };
@@ -436,7 +414,12 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   double head_linear = s.tied_embeddings ? V * h : 0;  // tied lm_head casts the embedding matrix
   for (const auto& g : inv.head)
     if (g.linear) head_linear += double(g.numel());
-  const double autocast_cache = pr.autocast && !lora ? (linear_params + head_linear) * 2.0 / (w.zero == 3 && w.gpus > 1 ? N : 1.0) : 0.0;
+  const double cache_scale = (w.zero == 3 && w.gpus > 1) ? 1.0 / N : 1.0;
+  const double autocast_cache = pr.autocast && !lora ? (linear_params + head_linear) * 2.0 * cache_scale : 0.0;
+  // Under full recomputation the checkpointed layers save nothing, so their casts die with the autocast context
+  // at the end of forward; only lm_head (outside the checkpoints) keeps its cast for backward.
+  const double backward_cache = w.recompute == Recompute::full ? (pr.autocast && !lora ? head_linear * 2.0 * cache_scale : 0.0)
+                                                               : autocast_cache;
 
   // --- Per-layer gradient bytes (gradients appear layer by layer in backward) ---
   std::vector<double> layer_grad(static_cast<std::size_t>(s.layers), 0.0);
@@ -465,7 +448,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   double step_temp = 0;
   if (pytorch) {
     const double trainable_local = n_trainable * ((w.gpus > 1 && w.zero >= 1) ? 1.0 / N : 1.0);
-    switch (w.optimizer) {
+    switch (master > 0 ? Optimizer::adamw_fused : w.optimizer) {  // master-weight recipes step with fused kernels
       case Optimizer::adamw:
       case Optimizer::adam:
         // torch multi-tensor (foreach) AdamW: one intermediate list the size of a moment (sqrt of exp_avg_sq),
@@ -478,7 +461,9 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
         break;
       default: step_temp = 0;  // fused kernels and in-place foreach updates (SGD momentum) need no copy
     }
-    if (master > 0) step_temp += trainable_local * 4.0;  // fp32 copy of the 16-bit grads for the master update
+    // Master-weight recipes (DeepSpeed/Megatron) upcast the 16-bit gradients into an fp32 buffer for the update
+    // (DeepSpeed's estimator: "4_grads_32bit").
+    if (master > 0) step_temp += trainable_local * 4.0;
   }
 
   // --- The timeline ---
@@ -498,8 +483,10 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
     m.overhead = Bytes(over);
     moments.push_back(Moment{phase, std::move(what), m});
   };
-  const double fsdp_layer = (w.gpus > 1 && w.zero == 3) ? 2.0 * max_layer_params * pr.weight : 0.0;
-  const double fsdp_all = (w.gpus > 1 && w.zero == 2 && pytorch) ? weights_bytes - P : 0.0;
+  // FSDP2 all-gathers into a flat buffer and copies out into the unsharded parameters: two copies of each gathered
+  // layer while it is in use. Full shard holds the current and the prefetched layer.
+  const double fsdp_layer = (w.gpus > 1 && w.zero == 3) ? 2.0 * 2.0 * max_layer_params * pr.weight : 0.0;
+  const double fsdp_all = (w.gpus > 1 && w.zero == 2 && pytorch) ? 2.0 * (weights_bytes - P) : 0.0;
   const double gathered = fsdp_layer + fsdp_all;
   (void)gathered_params;
   const double base_over = workspace + ddp_buckets;
@@ -516,10 +503,14 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   }
   // Backward: through the loss, then layer by layer from the top; gradients accumulate as activations go.
   {
-    moment("backward", "loss", P + autocast_cache + gathered, accum_grads, saved_all + outside, ce_backward, base_over);
+    moment("backward", "loss", P + backward_cache + gathered, accum_grads, saved_all + outside, ce_backward, base_over);
+    // Under full recomputation the cache holds only small per-layer blocks when the loss's second fp32
+    // [tokens × vocab] buffer is requested: the allocator adds a segment for it (measured on H200: reserved −
+    // allocated ≈ 1–1.7 × that buffer in every recomputed calibration case).
+    if (w.recompute == Recompute::full && pytorch) moments.back().new_segment = Bytes(4.0 * V * T);
     double grads = accum_grads > 0 ? accum_grads : head_grad;
     double acts = saved_all;
-    double cache = autocast_cache;
+    double cache = backward_cache;
     for (std::int64_t l = s.layers - 1; l >= 0; --l) {
       const auto i = static_cast<std::size_t>(l);
       // Recomputed layers rebuild their full activations; the layer's weight grads appear during its backward.
@@ -529,34 +520,20 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
              acts - layer_saved[i] + working, 0, base_over);
       acts -= layer_saved[i];
       grads += new_grads;
-      cache -= autocast_cache / double(s.layers + 1);
+      cache -= backward_cache / double(s.layers + 1);
     }
-    moment("backward", "embeddings", P + gathered, accum_grads > 0 ? accum_grads : grads + emb_grad, 0, 0, base_over);
+    // Embedding backward produces a dense V×h gradient; with tied embeddings it is then added into the grad that
+    // lm_head already made, so both exist for a moment.
+    const double emb_dense = s.tied_embeddings && !lora ? V * h * grad_el * grad_scale : 0.0;
+    moment("backward", "embeddings", P + gathered, (accum_grads > 0 ? accum_grads : grads + emb_grad) + emb_dense, 0, 0,
+           base_over);
   }
   // Optimizer step.
   moment("optimizer", "step", P, G_full, 0, 0, base_over + step_temp);
 
-  // Peak moment, and the peak of each phase for the report.
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < moments.size(); ++i)
-    if (moments[i].at.sum() > moments[best].at.sum()) best = i;
-  MemoryEstimate& mem = est.memory;
-  mem.components = moments[best].at;
-  mem.peak_phase = moments[best].phase;
-  mem.peak_what = moments[best].what;
-  for (const char* phase : {"forward", "backward", "optimizer"}) {
-    const Moment* top = nullptr;
-    for (const auto& m : moments)
-      if (m.phase == phase && (!top || m.at.sum() > top->at.sum())) top = &m;
-    if (top) mem.moments.push_back(*top);
-  }
-  mem.peak_allocated = mem.components.sum();
-  if (pytorch) {
-    mem.context = PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0));
-  }
-  mem.allocator_slack = Bytes(0);
-  mem.reserved = mem.peak_allocated + mem.allocator_slack;
-  mem.total = mem.reserved + mem.context;
+  const Bytes context = pytorch ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
+                                : Bytes(0);
+  est.memory = summarize(std::move(moments), w.profile, context);
   return est;
 }
 

@@ -43,6 +43,8 @@ ModelSpec resolve_model(const ModelOptions& o) {
 ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"gpuplan: GPU memory, time and cost of training and serving LLMs, before you rent the hardware."};
   app.footer(exit_status_help);
+  // One line per error, like every other error gpuplan prints.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gpuplan: ") + e.what() + "\n"; });
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("gpuplan ") + "0.1.0");
   TrainOptions train;

@@ -114,6 +114,12 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
     for (auto& m : moments) m.new_segment = Bytes(0.5 * kv_final);
 
   est.memory = summarize(std::move(moments), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0));
+  if (pytorch)
+    est.assumptions.push_back("profile pytorch: HF generate with the default dynamic KV cache (grown by torch.cat), "
+                              "last-position logits, caching allocator, CUDA context measured on an H200");
+  else
+    est.assumptions.push_back("profile none: tensor bytes only");
+  est.assumptions.push_back("KV cache holds prompt + new − 1 tokens per sequence; sliding-window layers window − 1");
   return est;
 }
 

@@ -534,6 +534,43 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   const Bytes context = pytorch ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
                                 : Bytes(0);
   est.memory = summarize(std::move(moments), w.profile, context);
+
+  // What the estimate rests on, in words.
+  auto& as = est.assumptions;
+  if (pytorch)
+    as.push_back("profile pytorch: PyTorch 2.11 eager + HF transformers 5.x module code, caching allocator, CUDA 13 "
+                 "context measured on an H200 (" + std::to_string(std::llround(context.in(unit::bytes) / 1e6)) + " MB)");
+  else
+    as.push_back("profile none: tensor bytes only (no framework temporaries, allocator reserve or CUDA context)");
+  switch (w.precision) {
+    case Precision::bf16:
+    case Precision::fp16:
+    case Precision::fp8:
+      as.push_back("mixed precision (ZeRO paper): 16-bit weights and gradients, fp32 master weights and moments; the "
+                   "optimizer step upcasts gradients to fp32");
+      break;
+    case Precision::amp_bf16:
+    case Precision::amp_fp16:
+      as.push_back("autocast: fp32 weights, gradients and moments; 16-bit copies of linear weights cached per forward");
+      break;
+    case Precision::pure_bf16:
+    case Precision::pure_fp16: as.push_back("pure 16-bit: weights, gradients and moments all 16-bit"); break;
+    case Precision::fp32: as.push_back("fp32 weights, gradients, moments and activations"); break;
+  }
+  if (w.precision == Precision::fp8)
+    as.push_back("fp8: GEMMs in fp8 over bf16 mixed precision; memory as bf16 mixed precision (fp8 copies transient)");
+  static constexpr const char* kernel_names[] = {"flash", "memory-efficient", "math (materialises scores)", "eager (materialises scores)"};
+  as.push_back(std::string("attention kernel: ") +
+               kernel_names[static_cast<int>(detail::sdpa_backend(s, w.attention, pr.compute))]);
+  as.push_back("loss: HF ForCausalLMLoss over full-vocabulary logits (fp32 upcast, log-softmax kept for backward)");
+  if (s.model_type == "derived")
+    as.push_back("model shape derived from the parameter count (Llama-2-style: head_dim 128, hidden/layers ≈ 128, "
+                 "SwiGLU 8/3·h, vocab 32000, untied)");
+  if (w.gpus > 1)
+    as.push_back(w.zero == 0 ? "data parallel: DDP with gradient buckets (a second gradient copy), NCCL buffers"
+                 : w.zero == 3 ? "ZeRO-3 / FSDP2 full shard: current and prefetched layer gathered"
+                 : w.zero == 2 ? "ZeRO-2 / FSDP2 shard_grad_op: parameters stay gathered between forward and backward"
+                               : "ZeRO-1: optimizer states sharded");
   return est;
 }
 

@@ -1,0 +1,111 @@
+// The CLI in-process: cli::run() on argument vectors, its exit status, stdout and stderr.
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app.h"
+
+using gpuplan::cli::ExitCode;
+
+namespace {
+struct Result {
+  ExitCode code;
+  std::string out, err;
+};
+Result run(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const ExitCode code = gpuplan::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+const std::string data = GPUPLAN_TEST_DATA;
+}  // namespace
+
+TEST_CASE("cli: train --format json has the documented fields", "[cli]") {
+  const auto r = run({"train", "--params", "7B", "--precision", "bf16", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["schema"] == "gpuplan/1");
+  CHECK(j["memory"]["total_bytes"].get<double>() > 0);
+  CHECK(j["memory"]["peak_allocated_bytes"].get<double>() > 0);
+  for (const char* k : {"weights", "gradients", "optimizer_states", "activations", "logits", "kv_cache", "overhead"})
+    CHECK(j["memory"]["components"][k].is_number_integer());
+  CHECK(j["model"]["params"].get<std::int64_t>() > 6'500'000'000);
+  CHECK(j["model"]["active_params"] == j["model"]["params"]);
+  CHECK(j["workload"]["precision"] == "bf16");
+  CHECK(j["model"]["num_layers"].get<int>() > 0);  // --params derives a shape, so activations are estimated
+  CHECK(j["memory"]["phases"][0]["phase"] == "forward");
+  CHECK(j["memory"]["phases"][0]["components"]["activations"].get<double>() > 0);
+}
+
+TEST_CASE("cli: train table names the peak and the assumptions' profile", "[cli]") {
+  const auto r = run({"train", "--model", "llama-3.1-8b", "--batch", "2", "--seq", "4096", "--grad-checkpointing"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(r.out, Catch::Contains("Per-GPU memory at the peak"));
+  CHECK_THAT(r.out, Catch::Contains("8,030,261,248"));
+  CHECK_THAT(r.out, Catch::Contains("total (nvidia-smi)"));
+}
+
+TEST_CASE("cli: the calibration contract runs", "[cli]") {
+  const std::string cfg = data + "/calibration/configs/train-llama32_1b-bf16-adamw-b4-s2048-lora16all.json";
+  auto r = run({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer",
+                "adamw", "--lora-rank", "16", "--lora-targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
+                "--attention", "sdpa", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["trainable_params"] == 11'272'192);
+  r = run({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer", "adamw",
+           "--gpus", "2", "--zero", "3", "--grad-checkpointing", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  r = run({"infer", "--config", data + "/calibration/configs/infer-llama31_8b-bf16-b1-s1024-n64.json", "--batch", "1",
+           "--prompt-len", "1024", "--new-tokens", "64", "--precision", "bf16", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["memory"]["kv_cache_bytes_per_token"] == 131'072);
+}
+
+TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cli]") {
+  struct Case {
+    std::vector<std::string> args;
+    ExitCode code;
+    const char* err;
+  };
+  const std::vector<Case> cases = {
+      {{"train", "--params", "-3"}, ExitCode::usage, "--params"},
+      {{"train", "--params", "7Q"}, ExitCode::usage, "7Q"},
+      {{"train", "--params", "7B", "--batch", "0"}, ExitCode::usage, "--batch"},
+      {{"train", "--params", "7B", "--seq", "-1"}, ExitCode::usage, "--seq"},
+      {{"train", "--params", "7B", "--optimizer", "adamm"}, ExitCode::usage, "adamw-fused"},
+      {{"train", "--params", "7B", "--precision", "int3"}, ExitCode::usage, "precision"},
+      {{"train", "--params", "7B", "--attention", "fast"}, ExitCode::usage, "attention"},
+      {{"train", "--params", "7B", "--format", "xml"}, ExitCode::usage, "format"},
+      {{"train", "--params", "7B", "--model", "gpt2"}, ExitCode::usage, "excludes"},
+      {{"train", "--params", "7B", "--grad-checkpointing", "--recompute", "none"}, ExitCode::usage, "excludes"},
+      {{"train", "--params", "7B", "--qlora"}, ExitCode::usage, "--lora-rank"},
+      {{"train", "--params", "7B", "--zero", "5"}, ExitCode::usage, "--zero"},
+      {{"train", "--params", "7B", "--batch", "abc"}, ExitCode::usage, "--batch"},
+      {{"train"}, ExitCode::usage, "--params, --model or --config"},
+      {{"train", "--model", "nope"}, ExitCode::usage, "unknown model"},
+      {{"train", "--config", data + "/configs/none.json"}, ExitCode::data, "cannot open"},
+      {{"train", "--config", data + "/configs/malformed.json"}, ExitCode::data, "not valid JSON"},
+      {{"train", "--config", data + "/configs/missing_hidden.json"}, ExitCode::data, "hidden_size"},
+      {{"train", "--config", data + "/configs/unknown_type.json"}, ExitCode::data, "model_type"},
+      {{"infer", "--params", "7B", "--precision", "amp-bf16"}, ExitCode::usage, "precision"},
+      {{"infer", "--params", "7B", "--prompt-len", "0"}, ExitCode::usage, "--prompt-len"},
+      {{"frobnicate"}, ExitCode::usage, ""},
+  };
+  for (const auto& c : cases) {
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    INFO(joined);
+    const auto r = run(c.args);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.err, Catch::Contains(c.err));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("cli: models lists the presets", "[cli]") {
+  const auto r = run({"models", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["models"].size() >= 28);
+}

@@ -1,0 +1,49 @@
+#include <catch2/catch.hpp>
+#include <gpuplan/model_hf.h>
+#include <gpuplan/model_presets.h>
+#include <gpuplan/memory/inference.h>
+
+using namespace gpuplan;
+
+static InferenceWorkload workload(std::int64_t batch, std::int64_t prompt, std::int64_t fresh) {
+  InferenceWorkload w;
+  w.batch = batch;
+  w.prompt_len = prompt;
+  w.new_tokens = fresh;
+  return w;
+}
+
+TEST_CASE("KV cache bytes per token", "[memory][inference]") {
+  // bf16: Llama-3.1-8B (GQA 8×128, 32 layers) = 2·32·8·128·2 = 131,072 B; Llama-2-7B (MHA 32×128) = 524,288 B.
+  CHECK(estimate_inference_memory(find_preset("llama-3.1-8b").spec, workload(1, 16, 1)).kv_bytes_per_token.in(unit::bytes) == 131'072);
+  CHECK(estimate_inference_memory(find_preset("llama-2-7b").spec, workload(1, 16, 1)).kv_bytes_per_token.in(unit::bytes) == 524'288);
+  // DeepSeek-V3 under transformers caches full per-head k (128 + 64) and v (128): 128·320·61·2 B.
+  CHECK(estimate_inference_memory(find_preset("deepseek-v3").spec, workload(1, 16, 1)).kv_bytes_per_token.in(unit::bytes) ==
+        128.0 * 320 * 61 * 2);
+}
+
+TEST_CASE("KV cache of HF generate: prompt + new − 1 tokens", "[memory][inference]") {
+  // Calibration (H200): Llama-3.1-8B, b1, prompt 1024, 64 new tokens: kv_cache_bytes = 142,475,264 = 1087 × 131,072.
+  const auto e = estimate_inference_memory(find_preset("llama-3.1-8b").spec, workload(1, 1024, 64));
+  const Moment* decode = nullptr;
+  for (const auto& m : e.memory.moments)
+    if (m.phase == "decode") decode = &m;
+  REQUIRE(decode);
+  CHECK(decode->at.kv_cache.in(unit::bytes) == 142'475'264);
+}
+
+TEST_CASE("KV cache: sliding-window layers keep window − 1 tokens", "[memory][inference]") {
+  // Calibration: Mistral-7B (window 4096), b4, prompt 8192 + 16: kv_cache_bytes = 4·4095·131,072 = 2,146,959,360.
+  const auto e = estimate_inference_memory(find_preset("mistral-7b").spec, workload(4, 8192, 16));
+  for (const auto& m : e.memory.moments)
+    if (m.phase == "decode") CHECK(m.at.kv_cache.in(unit::bytes) == 2'146'959'360.0);
+}
+
+TEST_CASE("inference weights by dtype", "[memory][inference]") {
+  auto w = workload(1, 16, 1);
+  const auto bf = estimate_inference_memory(find_preset("llama-3.1-8b").spec, w);
+  w.precision = Precision::fp32;
+  const auto f = estimate_inference_memory(find_preset("llama-3.1-8b").spec, w);
+  CHECK(bf.memory.components.weights.in(unit::bytes) == 2.0 * 8'030'261'248);
+  CHECK(f.memory.components.weights.in(unit::bytes) == 4.0 * 8'030'261'248);
+}

@@ -1,0 +1,38 @@
+#include <catch2/catch.hpp>
+#include <gpuplan/parse.h>
+
+using namespace gpuplan;
+
+TEST_CASE("parse_params: suffixes are decimal", "[parse]") {
+  CHECK(parse_params("7B").in(unit::params) == 7'000'000'000);
+  CHECK(parse_params("1.5B").in(unit::params) == 1'500'000'000);
+  CHECK(parse_params("125M").in(unit::params) == 125'000'000);
+  CHECK(parse_params("2T").in(unit::params) == 2'000'000'000'000);
+  CHECK(parse_params("70K").in(unit::params) == 70'000);
+  CHECK(parse_params("405e9").in(unit::params) == 405'000'000'000);
+  CHECK(parse_params("8030261248").in(unit::params) == 8'030'261'248);
+}
+
+TEST_CASE("parse_params: bad input is an InputError naming the value", "[parse]") {
+  for (const char* bad : {"-3", "7Q", "", "B", "0", "0B", "7BB", "nan", "inf", "1e400", "2e15", "12"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_params(bad), InputError);
+  }
+  CHECK_THROWS_WITH(parse_params("7Q"), Catch::Contains("7Q") && Catch::Contains("K, M, B or T"));
+}
+
+TEST_CASE("parse_bytes: GB is 1e9, GiB is 2^30", "[parse]") {
+  CHECK(parse_bytes("80GB").in(unit::bytes) == 80e9);
+  CHECK(parse_bytes("80GiB").in(unit::bytes) == 80.0 * 1073741824.0);
+  CHECK(parse_bytes("512MiB").in(unit::bytes) == 512.0 * 1048576.0);
+  CHECK(parse_bytes("1.5TB").in(unit::bytes) == 1.5e12);
+  CHECK(parse_bytes("4096").in(unit::bytes) == 4096.0);
+  CHECK_THROWS_AS(parse_bytes("80XB"), InputError);
+  CHECK_THROWS_AS(parse_bytes("-1GB"), InputError);
+}
+
+TEST_CASE("parse_tokens", "[parse]") {
+  CHECK(parse_tokens("2T").in(unit::tokens) == 2'000'000'000'000);
+  CHECK(parse_tokens("300B").in(unit::tokens) == 300'000'000'000);
+  CHECK_THROWS_AS(parse_tokens("x"), InputError);
+}

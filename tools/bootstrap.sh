@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian machine for gpuplan, build it, then run it or its tests.
+#   tools/bootstrap.sh run    install what is missing, build, run `gpuplan train --params 7B --precision bf16`
+#   tools/bootstrap.sh test   install what is missing, build, run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake make libcli11-dev nlohmann-json3-dev libfmt-dev catch2 python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGPUPLAN_TESTS=ON >/dev/null
+cmake --build build -j "$jobs"
+
+case "${1:-run}" in
+  run) ./build/gpuplan train --params 7B --precision bf16 ;;
+  test) ctest --test-dir build --output-on-failure -j "$jobs" ;;
+  *) echo "usage: tools/bootstrap.sh [run|test]" >&2; exit 2 ;;
+esac

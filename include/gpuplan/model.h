@@ -60,6 +60,7 @@ struct ModelSpec {
   std::vector<bool> sliding_layers;    // per layer: true = sliding-window attention (empty = none)
   bool parallel_residual = false;      // GPT-NeoX
   double dropout = 0.0;                // HF training dropout on attention/residual/embeddings (GPT-2: 0.1)
+  double final_logit_softcap = 0.0;    // Gemma 2: logits = cap · tanh(logits / cap)
   MoeSpec moe;
   std::vector<bool> moe_layers;        // per layer: true = MoE FFN (empty = all dense)
   bool mla_enabled = false;

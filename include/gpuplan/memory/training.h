@@ -11,105 +11,12 @@
 #include "../error.h"
 #include "../model.h"
 #include "../units.h"
+#include "activations.h"
 #include "breakdown.h"
 #include "profile.h"
+#include "workload.h"
 
 namespace gpuplan {
-
-// ---------------------------------------------------------------------------------------------------------------
-// Workload
-
-enum class Precision { fp32, bf16, fp16, amp_bf16, amp_fp16, pure_bf16, pure_fp16, fp8 };
-enum class Optimizer { adamw, adamw_fused, adam, sgd, sgd_momentum, adafactor, lion, adamw_8bit };
-enum class Recompute { none, selective, full };
-enum class Attention { sdpa, flash, eager };
-
-inline constexpr std::array<Spelling<Precision>, 8> precision_names{{
-    {Precision::fp32, "fp32"},
-    {Precision::bf16, "bf16"},
-    {Precision::fp16, "fp16"},
-    {Precision::amp_bf16, "amp-bf16"},
-    {Precision::amp_fp16, "amp-fp16"},
-    {Precision::pure_bf16, "pure-bf16"},
-    {Precision::pure_fp16, "pure-fp16"},
-    {Precision::fp8, "fp8"},
-}};
-inline constexpr std::array<Spelling<Optimizer>, 8> optimizer_names{{
-    {Optimizer::adamw, "adamw"},
-    {Optimizer::adamw_fused, "adamw-fused"},
-    {Optimizer::adam, "adam"},
-    {Optimizer::sgd, "sgd"},
-    {Optimizer::sgd_momentum, "sgd-momentum"},
-    {Optimizer::adafactor, "adafactor"},
-    {Optimizer::lion, "lion"},
-    {Optimizer::adamw_8bit, "adamw-8bit"},
-}};
-inline constexpr std::array<Spelling<Recompute>, 3> recompute_names{
-    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
-inline constexpr std::array<Spelling<Attention>, 3> attention_names{
-    {{Attention::sdpa, "sdpa"}, {Attention::flash, "flash"}, {Attention::eager, "eager"}}};
-
-struct LoraSpec {
-  std::int64_t rank = 0;             // 0: no LoRA (full fine-tuning)
-  std::vector<std::string> targets;  // PEFT target_modules; "all-linear" = every linear in the decoder layers
-  bool qlora = false;                // base weights in NF4 with double quantization (QLoRA)
-};
-
-struct TrainingWorkload {
-  std::int64_t batch = 1;        // micro-batch per GPU
-  std::int64_t seq = 2048;
-  std::int64_t grad_accum = 1;
-  Precision precision = Precision::bf16;
-  Optimizer optimizer = Optimizer::adamw;
-  Recompute recompute = Recompute::none;
-  Attention attention = Attention::sdpa;
-  LoraSpec lora;
-  std::int64_t gpus = 1;         // data-parallel ranks (per node × nodes)
-  int zero = 0;                  // 0: DDP (when gpus > 1), 1–3: ZeRO stage / FSDP sharding
-  Profile profile = Profile::pytorch;
-};
-
-inline void validate(const TrainingWorkload& w) {
-  if (w.batch < 1 || w.batch > 1'000'000) throw InputError("--batch must be between 1 and 1,000,000");
-  if (w.seq < 1 || w.seq > 10'000'000) throw InputError("--seq must be between 1 and 10,000,000");
-  if (w.grad_accum < 1 || w.grad_accum > 1'000'000) throw InputError("--grad-accum must be between 1 and 1,000,000");
-  if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
-  if (w.zero < 0 || w.zero > 3) throw InputError("--zero must be 0, 1, 2 or 3");
-  if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
-  if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))
-    throw InputError("--lora-targets and --qlora need --lora-rank");
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Element sizes implied by the precision recipe
-
-struct PrecisionRecipe {
-  double weight;       // bytes per stored parameter
-  double grad;         // bytes per gradient element
-  double master;       // fp32 master copy kept by the optimizer (0 when the weights are the master)
-  double state;        // bytes per optimizer-state element
-  double compute;      // matmul outputs / activations (c)
-  double stream;       // residual stream and norm outputs (r): the parameter dtype under autocast
-  bool autocast;       // torch.autocast: linear weights are cast to 16 bit once per forward and cached
-};
-
-inline PrecisionRecipe recipe_of(Precision p) {
-  switch (p) {
-    case Precision::fp32: return {4, 4, 0, 4, 4, 4, false};
-    // Mixed precision as in the ZeRO paper §3.1: 16-bit weights and gradients, fp32 master + moments (K = 12).
-    case Precision::bf16:
-    case Precision::fp16: return {2, 2, 4, 4, 2, 2, false};
-    // FP8 GEMMs over bf16 mixed precision (Transformer Engine default: fp8 copies made per step, 1 B/param).
-    case Precision::fp8: return {2, 2, 4, 4, 2, 2, false};
-    // HF Trainer --bf16: fp32 parameters, gradients and moments; autocast computes matmuls in 16 bit.
-    case Precision::amp_bf16:
-    case Precision::amp_fp16: return {4, 4, 0, 4, 2, 4, true};
-    // model.to(bfloat16): everything, moments included, in 16 bit.
-    case Precision::pure_bf16:
-    case Precision::pure_fp16: return {2, 2, 0, 2, 2, 2, false};
-  }
-  return {4, 4, 0, 4, 4, 4, false};
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Result
@@ -127,133 +34,6 @@ struct TrainingEstimate {
   std::vector<std::string> assumptions;
 };
 
-namespace detail {
-
-// ---------------------------------------------------------------------------------------------------------------
-// Activations: bytes saved for backward per token in one decoder layer, from the tensors PyTorch autograd keeps
-// for HF transformers' modules (SDPA/flash: O(s); eager: plus score matrices, counted separately).
-
-struct ActivationDtypes {
-  double c;        // matmul outputs
-  double r;        // residual stream
-  bool autocast;
-};
-
-inline bool lora_targets_module(const LoraSpec& l, const std::string& module) {
-  if (l.rank == 0) return false;
-  for (const auto& t : l.targets)
-    if (t == "all-linear" || t == module) return true;
-  return false;
-}
-
-// Norm before a linear: HF RMSNorm upcasts to fp32 (input kept, 4 B), multiplies by the weight in the stream dtype
-// (normalised input kept for the weight's gradient, r B) and the next linear keeps its input: the norm's output,
-// or under autocast its 16-bit cast (c B). LayerNorm (native kernel) keeps its input and the linear its output.
-inline double norm_saved(const ModelSpec& s, const ActivationDtypes& d) {
-  if (s.norm == NormKind::rms) return 4.0 + d.r + d.c;
-  return d.r + d.c;
-}
-
-enum class AttentionKernel { flash, efficient, math, eager };
-
-// Which kernel PyTorch's scaled_dot_product_attention picks (torch 2.11): flash needs 16-bit inputs and
-// head_dim ≤ 256; memory-efficient also takes fp32 but not grouped-query (enable_gqa) inputs; else math.
-inline AttentionKernel sdpa_backend(const ModelSpec& s, Attention requested, double compute_bytes) {
-  if (requested == Attention::eager) return AttentionKernel::eager;
-  if (compute_bytes < 4 && s.head_dim <= 256) return AttentionKernel::flash;
-  if (s.kv_heads == s.heads) return AttentionKernel::efficient;
-  return AttentionKernel::math;
-}
-
-struct LayerActivation {
-  double per_token = 0;       // bytes per token saved for backward (linear in tokens)
-  double score_element = 0;   // bytes per attention-score element (eager attention), per head per query per key
-};
-
-inline LayerActivation layer_activation(const ModelSpec& s, std::int64_t layer, const TrainingWorkload& w,
-                                        const ActivationDtypes& d) {
-  LayerActivation a;
-  const double h = double(s.hidden);
-  const double c = d.c;
-  const double hq = double(s.q_dim());
-  const double hv = s.mla_enabled ? double(s.heads * s.mla.v_head_dim) : hq;  // attention output width
-  const double hkv = s.mla_enabled ? double(s.heads * s.head_dim) : double(s.kv_dim());
-  const double dropout_mask = s.dropout > 0 ? 1.0 : 0.0;  // bool mask per element, kept for backward
-
-  // Two norms (four in Gemma 2/3, whose post-norms keep the fp32 input and normalised tensor only).
-  a.per_token += 2 * norm_saved(s, d) * h;
-  if (s.norms_per_layer == 4) a.per_token += 2 * (4.0 + d.r) * h;
-
-  // Attention inputs kept by the kernel: q, k, v (after rotary; k/v at native GQA width, torch ≥ 2.5 SDPA
-  // enable_gqa), output O and the fp32 log-sum-exp per head.
-  if (s.mla_enabled) {
-    // MLA: the compressed latents and their norm, then full per-head q/k/v (HF DeepseekV3Attention).
-    const double lat = double(s.mla.kv_lora_rank + s.mla.qk_rope_head_dim + s.mla.q_lora_rank);
-    a.per_token += lat * (c + 4.0 + d.r) + double(s.heads * s.mla.kv_lora_rank > 0 ? s.heads * (s.mla.qk_nope_head_dim + s.mla.v_head_dim) : 0) * c;
-  }
-  switch (sdpa_backend(s, w.attention, c)) {
-    case AttentionKernel::flash:
-    case AttentionKernel::efficient:
-      a.per_token += c * (hq + 2 * hkv) + c * hv + 4.0 * double(s.heads);
-      break;
-    case AttentionKernel::math:
-      // SDPA's math fallback (fp32 with GQA): scaled q, k/v repeated to every head, fp32 softmax output kept
-      // for backward; the output is transposed into a contiguous copy for o_proj.
-      a.per_token += c * (hq + 2 * hq) + c * hv;
-      a.score_element = c + dropout_mask * (1.0 + c);
-      break;
-    case AttentionKernel::eager: {
-      // HF eager: k/v repeated (repeat_kv), output transposed into a contiguous copy for o_proj. The softmax
-      // output is kept for its backward and its 16-bit cast for probs @ V. Llama-family code takes the softmax in
-      // fp32 (dtype=torch.float32); GPT-2 in the compute dtype, or fp32 under autocast (softmax is on autocast's
-      // fp32 list). Dropout keeps a bool mask and its output.
-      a.per_token += c * (hq + 2 * hq) + c * hv;
-      const double softmax = (s.family == Family::llama || d.autocast) ? 4.0 : c;
-      a.score_element = softmax + (softmax != c ? c : 0.0) + dropout_mask * (1.0 + c);
-      break;
-    }
-  }
-  if (s.qk_norm) a.per_token += (4.0 + d.r) * (hq + hkv);              // RMSNorm over head_dim on q and k
-
-  // FFN.
-  auto ffn = [&](double width, double tokens_fraction) {
-    if (s.mlp == MlpKind::gated) {
-      // gate out (SiLU input), SiLU out, up out, product (down_proj input).
-      return tokens_fraction * 4.0 * c * width;
-    }
-    if (s.activation == "gelu_new") {
-      // GPT-2's NewGELU is composed of pointwise ops: it keeps its input, tanh output, 1 + tanh, 0.5·x, and the
-      // output feeds c_proj. Under autocast pow() runs in fp32, so the tanh chain is fp32.
-      const double p = d.autocast ? 4.0 : c;
-      return tokens_fraction * (3.0 * c + 2.0 * p) * width;
-    }
-    return tokens_fraction * 2.0 * c * width;  // GELU input and output
-  };
-  if (s.is_moe_layer(layer)) {
-    const auto& m = s.moe;
-    a.per_token += ffn(double(m.intermediate), double(m.experts_per_token));
-    // Expert inputs are gathered per expert (index_select copies, c·h per routed token), router logits fp32.
-    a.per_token += double(m.experts_per_token) * c * h + 4.0 * double(m.experts) * 2;
-    if (m.shared_experts > 0) a.per_token += ffn(double(m.shared_intermediate * m.shared_experts), 1.0);
-  } else {
-    a.per_token += ffn(double(s.intermediate), 1.0);
-  }
-
-  // Dropout masks on the attention and MLP outputs (GPT-2 resid_pdrop).
-  a.per_token += 2 * dropout_mask * h;
-
-  // PEFT LoRA: each adapted linear adds its fp32 adapter path; what stays is the 16-bit output of the adapted
-  // linear (base + adapter, cast back) and the rank-r fp32 intermediates.
-  if (w.lora.rank > 0) {
-    for (const auto& g : layer_params(s, layer)) {
-      if (!g.linear || g.expert || !lora_targets_module(w.lora, g.module)) continue;
-      a.per_token += c * double(g.out) + 16.0 * double(w.lora.rank);
-    }
-  }
-  return a;
-}
-
-}  // namespace detail
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -363,17 +143,18 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   }
 
   // --- Activations ---
-  detail::ActivationDtypes dt{pr.compute, pr.stream, pr.autocast};
+  const detail::ActivationDtypes dt{pr.compute, pr.stream, pr.autocast};
+  const detail::LayerActivationModel act(s, w, dt);
   std::vector<double> layer_saved(static_cast<std::size_t>(s.layers));
   std::vector<double> layer_full(static_cast<std::size_t>(s.layers));  // without recomputation
   double sum_per_token = 0;
   double layer_transient_max = 0;
   for (std::int64_t l = 0; l < s.layers; ++l) {
-    const auto a = detail::layer_activation(s, l, w, dt);
-    // Eager attention materialises b·heads·s·s scores per layer (HF eager computes the full matrix and masks it,
-    // also for sliding-window layers).
+    const auto a = act.layer(l);
+    // Eager and math attention materialise b·heads·s·s scores per layer (HF eager computes the full matrix and
+    // masks it, also for sliding-window layers).
     const double scores = a.score_element * b * double(s.heads) * sq * sq;
-    double full = a.per_token * T + scores;
+    const double full = a.per_token * T + scores;
     double saved = full;
     if (w.recompute == Recompute::full) {
       saved = pr.stream * double(s.hidden) * T;  // checkpoint = the layer input (HF non-reentrant, per layer)
@@ -392,18 +173,19 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   // Outside the layers: int64 input ids and labels (8 B each) and the loss's shifted/padded label copies
   // (HF ForCausalLMLoss pads and shifts labels: two more int64 per token).
   double outside = 32.0 * T;
-  // Final norm before lm_head (same tensors as a layer norm).
-  outside += detail::norm_saved(s, dt) * h * T;
+  outside += act.final_norm() * T;  // final norm before lm_head
   if (s.learned_positions > 0 && s.dropout > 0) outside += 1.0 * h * T;  // embedding dropout mask (embd_pdrop)
 
   // --- Logits and loss (HF ForCausalLMLoss: logits.float(), then cross_entropy = log_softmax + nll) ---
   const double cl = pr.compute;  // lm_head output dtype
   // Forward at the loss: logits (kept in outputs.logits), their fp32 upcast (skipped when already fp32)
   // and the saved log-softmax output (fp32).
-  const double ce_forward = (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T;
+  // Gemma 2 soft-caps the logits (cap · tanh(logits / cap)): tanh's output is kept for backward.
+  const double softcap = s.final_logit_softcap > 0 ? cl * V * T : 0.0;
+  const double ce_forward = (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T + softcap;
   // Backward through the loss: logits, two fp32 [tokens, V] buffers (nll grad / log-softmax grad) and, for 16-bit
   // logits, the grad cast back to the logits dtype. Measured on H200: 12 B·V per token for bf16 and fp32 logits.
-  const double ce_backward = (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T;
+  const double ce_backward = (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T + softcap;
 
   // --- Autocast weight cache: 16-bit copies of every linear weight, made in forward, released as backward
   // consumes them (torch.autocast caches casts of leaf tensors that require grad).
@@ -415,10 +197,12 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   for (const auto& g : inv.head)
     if (g.linear) head_linear += double(g.numel());
   const double cache_scale = (w.zero == 3 && w.gpus > 1) ? 1.0 / N : 1.0;
-  const double autocast_cache = pr.autocast && !lora ? (linear_params + head_linear) * 2.0 * cache_scale : 0.0;
+  // (Frozen LoRA base weights are not cached, but each linear keeps its cast weight for the input gradient:
+  // the same bytes.)
+  const double autocast_cache = pr.autocast ? (linear_params + head_linear) * 2.0 * cache_scale : 0.0;
   // Under full recomputation the checkpointed layers save nothing, so their casts die with the autocast context
   // at the end of forward; only lm_head (outside the checkpoints) keeps its cast for backward.
-  const double backward_cache = w.recompute == Recompute::full ? (pr.autocast && !lora ? head_linear * 2.0 * cache_scale : 0.0)
+  const double backward_cache = w.recompute == Recompute::full ? (pr.autocast ? head_linear * 2.0 * cache_scale : 0.0)
                                                                : autocast_cache;
 
   // --- Per-layer gradient bytes (gradients appear layer by layer in backward) ---

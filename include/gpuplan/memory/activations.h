@@ -1,0 +1,232 @@
+// Activations: the bytes autograd keeps for backward in one decoder layer, per token, from what PyTorch saves for
+// HF transformers' modules. Checked tensor by tensor with saved_tensors_hooks on an H200 (tools/measure, --probe):
+// Llama, Qwen2/3, Gemma 2, Phi-3, GPT-2, GPT-NeoX, Mixtral, Qwen2-MoE and DeepSeek-V3 layers.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../model.h"
+#include "workload.h"
+
+namespace gpuplan {
+
+namespace detail {
+
+struct ActivationDtypes {
+  double c;       // matmul outputs (16-bit under autocast)
+  double r;       // residual stream and norm outputs (the parameter dtype)
+  bool autocast;  // torch.autocast: every linear casts its own copy of a non-16-bit input
+};
+
+inline bool lora_targets_module(const LoraSpec& l, const std::string& module) {
+  if (l.rank == 0) return false;
+  for (const auto& t : l.targets)
+    if (t == "all-linear" || t == module) return true;
+  return false;
+}
+
+enum class AttentionKernel { flash, efficient, math, eager };
+
+// Which kernel PyTorch's scaled_dot_product_attention picks (torch 2.11): flash needs 16-bit inputs and
+// head_dim ≤ 256; memory-efficient also takes fp32 but not grouped-query (enable_gqa) inputs; else math.
+inline AttentionKernel sdpa_backend(const ModelSpec& s, Attention requested, double compute_bytes) {
+  if (requested == Attention::eager) return AttentionKernel::eager;
+  if (compute_bytes < 4 && s.head_dim <= 256) return AttentionKernel::flash;
+  if (s.kv_heads == s.heads) return AttentionKernel::efficient;
+  return AttentionKernel::math;
+}
+
+struct LayerActivation {
+  double per_token = 0;      // bytes per token saved for backward (linear in tokens)
+  double score_element = 0;  // bytes per attention-score element (eager / math kernels), per head per query per key
+};
+
+class LayerActivationModel {
+ public:
+  LayerActivationModel(const ModelSpec& s, const TrainingWorkload& w, const ActivationDtypes& d)
+      : s_(s), w_(w), d_(d), full_ft_(w.lora.rank == 0) {}
+
+  LayerActivation layer(std::int64_t l) const {
+    LayerActivation a;
+    const double h = double(s_.hidden), c = d_.c;
+    const double hq = double(s_.q_dim());
+    const double hv = s_.mla_enabled ? double(s_.heads * s_.mla.v_head_dim) : hq;
+    const double hkv = s_.mla_enabled ? double(s_.heads * s_.head_dim) : double(s_.kv_dim());
+    const double drop = s_.dropout > 0 ? 1.0 : 0.0;  // bool mask per element
+
+    // --- Attention block ---
+    if (s_.family == Family::gpt_neox && s_.parallel_residual) {
+      // Both norms read the layer input, which native layer_norm keeps once.
+      a.per_token += d_.r * h + linear_input(h, {"query_key_value"}) + linear_input(h, {"dense_h_to_4h"});
+    } else {
+      a.per_token += norm(h) + linear_input(h, attention_input_modules());
+    }
+    if (s_.mla_enabled) a.per_token += mla_latents();
+    if (s_.qk_norm) a.per_token += (4.0 + (full_ft_ ? d_.r : 0.0)) * (hq + hkv);  // RMSNorm over head_dim on q, k
+    switch (sdpa_backend(s_, w_.attention, c)) {
+      case AttentionKernel::flash:
+      case AttentionKernel::efficient:
+        // q, k, v at native GQA width (torch ≥ 2.5 SDPA enable_gqa), output O (shared with o_proj's input: the
+        // kernel's [b, s, heads, d] layout makes the transpose free) and the fp32 log-sum-exp per head.
+        a.per_token += c * (hq + 2 * hkv) + c * hv + 4.0 * double(s_.heads);
+        if (!full_ft_) a.per_token += projection_input(hv, attention_output_module());
+        break;
+      case AttentionKernel::math:
+        // SDPA's math fallback (fp32 with GQA): scaled q, k/v repeated to every head, the softmax output kept in
+        // fp32; the output is transposed into a contiguous copy for o_proj.
+        a.per_token += c * 3 * hq + projection_input(hv, "o_proj");
+        a.score_element = c;
+        break;
+      case AttentionKernel::eager: {
+        // HF eager: k/v repeated (repeat_kv); Llama-family code takes the softmax in fp32 (dtype=torch.float32)
+        // and keeps its 16-bit cast for probs @ V; GPT-2 takes it in the compute dtype, or fp32 under autocast
+        // (softmax is on autocast's fp32 list). Dropout keeps a bool mask and its output.
+        a.per_token += c * 3 * hq + projection_input(hv, s_.family == Family::gpt2 ? "c_proj" : "o_proj");
+        const double softmax = (s_.family == Family::llama || d_.autocast) ? 4.0 : c;
+        a.score_element = softmax + (softmax != c ? c : 0.0) + drop * (1.0 + c);
+        break;
+      }
+    }
+    a.per_token += drop * h;  // residual dropout after the attention projection (GPT-2 resid_pdrop)
+    if (s_.norms_per_layer == 4) a.per_token += post_norm(h);  // Gemma 2/3 post-attention norm
+
+    // --- Feed-forward block ---
+    if (!(s_.family == Family::gpt_neox && s_.parallel_residual)) {
+      if (s_.is_moe_layer(l)) a.per_token += norm(h) + linear_input(h, moe_input_modules());
+      else a.per_token += norm(h) + linear_input(h, ffn_input_modules());
+    }
+    if (s_.is_moe_layer(l)) {
+      const auto& m = s_.moe;
+      const double k = double(m.experts_per_token);
+      // Each routed token's input is gathered per expert and each expert's output is kept for the weighting by
+      // the router probabilities; router logits and probabilities are fp32 [tokens, experts].
+      a.per_token += 2.0 * c * h * k + 2.0 * 4.0 * double(m.experts) + ffn(double(m.intermediate), "down_proj") * k;
+      if (s_.model_type.rfind("deepseek", 0) == 0) a.per_token += 4.0 * h;  // weighted sum accumulated in fp32
+      if (m.shared_experts > 0) a.per_token += ffn(double(m.shared_intermediate * m.shared_experts), "down_proj");
+      if (m.shared_gate) a.per_token += c * h;  // sigmoid(gate) · shared output keeps the output
+    } else {
+      a.per_token += ffn(double(s_.intermediate), s_.family == Family::gpt2 ? "c_proj"
+                                                  : s_.family == Family::gpt_neox ? "dense_4h_to_h" : "down_proj");
+    }
+    a.per_token += drop * h;  // residual dropout after the MLP
+    if (s_.norms_per_layer == 4) a.per_token += post_norm(h);
+
+    // PEFT LoRA: lora_B keeps lora_A's rank-r output (adapter dtype) for every adapted linear.
+    if (!full_ft_) {
+      for (const auto& g : layer_params(s_, l))
+        if (g.linear && !g.expert && lora_targets_module(w_.lora, g.module))
+          a.per_token += adapter_bytes() * double(w_.lora.rank);
+    }
+    return a;
+  }
+
+  // Outside the layers: the final norm before lm_head (its output is lm_head's input).
+  double final_norm() const { return norm(double(s_.hidden)) + linear_input(double(s_.hidden), {"lm_head"}); }
+
+ private:
+  // A norm keeps its input for backward: HF RMSNorm upcasts to fp32 (4 B); Gemma multiplies by (1 + w) in fp32,
+  // Llama by w in the stream dtype, keeping the normalised tensor for the weight's gradient (only when the norm
+  // weight trains). LayerNorm's native kernel keeps its input (and per-token mean/rstd).
+  double norm(double width) const {
+    if (s_.norm == NormKind::layer) return d_.r * width;
+    const bool gemma = s_.model_type.rfind("gemma", 0) == 0;
+    return 4.0 * width + (full_ft_ ? (gemma ? 4.0 : d_.r) * width : 0.0);
+  }
+  // Gemma's post-norms feed the residual add: only the fp32 input and normalised tensor stay.
+  double post_norm(double width) const { return 4.0 * width + (full_ft_ ? 4.0 * width : 0.0); }
+
+  // An input consumed by linears. A trainable linear keeps its input for the weight gradient; without autocast
+  // the consumers share one tensor (r B), under autocast each casts the fp32 input into its own 16-bit copy.
+  // A frozen (LoRA base) linear keeps only its weight; its PEFT adapter casts the input to the adapter dtype
+  // (fp32, or 16 bit under autocast) for lora_A, one copy per adapted module (probed on H200).
+  double linear_input(double width, const std::vector<std::string>& consumers) const {
+    if (!full_ft_) {
+      double bytes = 0;
+      for (const auto& m : consumers)
+        if (lora_targets_module(w_.lora, m)) bytes += adapter_bytes() * width;
+      return bytes;
+    }
+    if (d_.autocast && d_.r != d_.c) return double(consumers.size()) * d_.c * width;
+    return d_.r * width;
+  }
+  // The input of a linear fed by a 16-bit tensor that is saved anyway or not at all (o_proj, down_proj): kept for
+  // a trainable linear, cast for an adapter.
+  double projection_input(double width, const std::string& module) const {
+    if (full_ft_) return d_.c * width;
+    return lora_targets_module(w_.lora, module) ? adapter_bytes() * width : 0.0;
+  }
+  double adapter_bytes() const { return d_.autocast ? d_.c : 4.0; }  // PEFT adapters are fp32
+
+  std::vector<std::string> attention_input_modules() const {
+    if (s_.mla_enabled) return {s_.mla.q_lora_rank > 0 ? "q_a_proj" : "q_proj", "kv_a_proj_with_mqa"};
+    switch (s_.family) {
+      case Family::gpt2: return {"c_attn"};
+      case Family::gpt_neox: return {"query_key_value"};
+      case Family::llama: break;
+    }
+    if (s_.model_type == "phi3") return {"qkv_proj"};
+    return {"q_proj", "k_proj", "v_proj"};
+  }
+  std::string attention_output_module() const {
+    switch (s_.family) {
+      case Family::gpt2: return "c_proj";
+      case Family::gpt_neox: return "dense";
+      case Family::llama: break;
+    }
+    return "o_proj";
+  }
+  std::vector<std::string> ffn_input_modules() const {
+    switch (s_.family) {
+      case Family::gpt2: return {"c_fc"};
+      case Family::gpt_neox: return {"dense_h_to_4h"};
+      case Family::llama: break;
+    }
+    if (s_.model_type == "phi3") return {"gate_up_proj"};
+    if (s_.mlp == MlpKind::plain) return {"up_proj"};
+    return {"gate_proj", "up_proj"};
+  }
+  std::vector<std::string> moe_input_modules() const {
+    std::vector<std::string> m{"gate"};  // the router reads the normalised input
+    if (s_.moe.shared_experts > 0) {
+      m.push_back("shared_experts.gate_proj");
+      m.push_back("shared_experts.up_proj");
+    }
+    if (s_.moe.shared_gate) m.push_back("shared_expert_gate");
+    return m;
+  }
+
+  // The FFN's own tensors. Gated (SwiGLU/GeGLU): gate output (activation input), activation output and up
+  // output (kept by the product, gradients flow through both) and the product (down_proj's input, when
+  // down_proj trains). Plain GELU: input and output. GPT-2's NewGELU is a chain of pointwise ops keeping
+  // pow's input, tanh's output and 1 + tanh (fp32 under autocast, where pow runs in fp32) and 0.5·x.
+  double ffn(double width, const std::string& down) const {
+    const double c = d_.c;
+    const double out = projection_input(width, down);
+    if (s_.mlp == MlpKind::gated) return 3.0 * c * width + out;
+    if (s_.activation == "gelu_new") {
+      const double p = d_.autocast ? 4.0 : c;
+      return (3.0 * p + c) * width + out;
+    }
+    return c * width + out;
+  }
+
+  // DeepSeek MLA: the compressed q and kv latents go through their own RMSNorms (fp32 input kept) and into the
+  // up-projections; the rope part of k is broadcast to every head before attention.
+  double mla_latents() const {
+    const auto& m = s_.mla;
+    const double c = d_.c;
+    double bytes = 0;
+    if (m.q_lora_rank > 0) bytes += 4.0 * double(m.q_lora_rank) + (full_ft_ ? d_.r : 0.0) * double(m.q_lora_rank) + c * double(m.q_lora_rank);
+    bytes += 4.0 * double(m.kv_lora_rank) + (full_ft_ ? d_.r : 0.0) * double(m.kv_lora_rank) + c * double(m.kv_lora_rank);
+    return bytes;
+  }
+
+  const ModelSpec& s_;
+  const TrainingWorkload& w_;
+  ActivationDtypes d_;
+  bool full_ft_;
+};
+
+}  // namespace detail
+
+}  // namespace gpuplan

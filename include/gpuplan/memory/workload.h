@@ -1,0 +1,110 @@
+// What a training run is: batch, sequence, precision recipe, optimizer, recomputation, attention kernel, LoRA,
+// data parallelism. Value types and their spellings; validation.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../enum_table.h"
+#include "../error.h"
+#include "profile.h"
+
+namespace gpuplan {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Workload
+
+enum class Precision { fp32, bf16, fp16, amp_bf16, amp_fp16, pure_bf16, pure_fp16, fp8 };
+enum class Optimizer { adamw, adamw_fused, adam, sgd, sgd_momentum, adafactor, lion, adamw_8bit };
+enum class Recompute { none, selective, full };
+enum class Attention { sdpa, flash, eager };
+
+inline constexpr std::array<Spelling<Precision>, 8> precision_names{{
+    {Precision::fp32, "fp32"},
+    {Precision::bf16, "bf16"},
+    {Precision::fp16, "fp16"},
+    {Precision::amp_bf16, "amp-bf16"},
+    {Precision::amp_fp16, "amp-fp16"},
+    {Precision::pure_bf16, "pure-bf16"},
+    {Precision::pure_fp16, "pure-fp16"},
+    {Precision::fp8, "fp8"},
+}};
+inline constexpr std::array<Spelling<Optimizer>, 8> optimizer_names{{
+    {Optimizer::adamw, "adamw"},
+    {Optimizer::adamw_fused, "adamw-fused"},
+    {Optimizer::adam, "adam"},
+    {Optimizer::sgd, "sgd"},
+    {Optimizer::sgd_momentum, "sgd-momentum"},
+    {Optimizer::adafactor, "adafactor"},
+    {Optimizer::lion, "lion"},
+    {Optimizer::adamw_8bit, "adamw-8bit"},
+}};
+inline constexpr std::array<Spelling<Recompute>, 3> recompute_names{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+inline constexpr std::array<Spelling<Attention>, 3> attention_names{
+    {{Attention::sdpa, "sdpa"}, {Attention::flash, "flash"}, {Attention::eager, "eager"}}};
+
+struct LoraSpec {
+  std::int64_t rank = 0;             // 0: no LoRA (full fine-tuning)
+  std::vector<std::string> targets;  // PEFT target_modules; "all-linear" = every linear in the decoder layers
+  bool qlora = false;                // base weights in NF4 with double quantization (QLoRA)
+};
+
+struct TrainingWorkload {
+  std::int64_t batch = 1;        // micro-batch per GPU
+  std::int64_t seq = 2048;
+  std::int64_t grad_accum = 1;
+  Precision precision = Precision::bf16;
+  Optimizer optimizer = Optimizer::adamw;
+  Recompute recompute = Recompute::none;
+  Attention attention = Attention::sdpa;
+  LoraSpec lora;
+  std::int64_t gpus = 1;         // data-parallel ranks (per node × nodes)
+  int zero = 0;                  // 0: DDP (when gpus > 1), 1–3: ZeRO stage / FSDP sharding
+  Profile profile = Profile::pytorch;
+};
+
+inline void validate(const TrainingWorkload& w) {
+  if (w.batch < 1 || w.batch > 1'000'000) throw InputError("--batch must be between 1 and 1,000,000");
+  if (w.seq < 1 || w.seq > 10'000'000) throw InputError("--seq must be between 1 and 10,000,000");
+  if (w.grad_accum < 1 || w.grad_accum > 1'000'000) throw InputError("--grad-accum must be between 1 and 1,000,000");
+  if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
+  if (w.zero < 0 || w.zero > 3) throw InputError("--zero must be 0, 1, 2 or 3");
+  if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
+  if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))
+    throw InputError("--lora-targets and --qlora need --lora-rank");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Element sizes implied by the precision recipe
+
+struct PrecisionRecipe {
+  double weight;       // bytes per stored parameter
+  double grad;         // bytes per gradient element
+  double master;       // fp32 master copy kept by the optimizer (0 when the weights are the master)
+  double state;        // bytes per optimizer-state element
+  double compute;      // matmul outputs / activations (c)
+  double stream;       // residual stream and norm outputs (r): the parameter dtype under autocast
+  bool autocast;       // torch.autocast: linear weights are cast to 16 bit once per forward and cached
+};
+
+inline PrecisionRecipe recipe_of(Precision p) {
+  switch (p) {
+    case Precision::fp32: return {4, 4, 0, 4, 4, 4, false};
+    // Mixed precision as in the ZeRO paper §3.1: 16-bit weights and gradients, fp32 master + moments (K = 12).
+    case Precision::bf16:
+    case Precision::fp16: return {2, 2, 4, 4, 2, 2, false};
+    // FP8 GEMMs over bf16 mixed precision (Transformer Engine default: fp8 copies made per step, 1 B/param).
+    case Precision::fp8: return {2, 2, 4, 4, 2, 2, false};
+    // HF Trainer --bf16: fp32 parameters, gradients and moments; autocast computes matmuls in 16 bit.
+    case Precision::amp_bf16:
+    case Precision::amp_fp16: return {4, 4, 0, 4, 2, 4, true};
+    // model.to(bfloat16): everything, moments included, in 16 bit.
+    case Precision::pure_bf16:
+    case Precision::pure_fp16: return {2, 2, 0, 2, 2, 2, false};
+  }
+  return {4, 4, 0, 4, 4, 4, false};
+}
+
+}  // namespace gpuplan

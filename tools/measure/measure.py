@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Measure peak GPU memory of training steps and HF generate on a real GPU, in the calibration format.
+
+usage: python3 tools/measure/measure.py PLAN.json [--only NAME,...] [--probe]
+Writes $OUT/cases.jsonl (one calibration case per line, see tests/data/calibration/README.md) and
+$OUT/configs/NAME.json (the HF config each case was built from). With --probe it runs one forward per training
+case instead and writes $OUT/probes.jsonl: the tensors autograd saved, grouped by dtype and shape. Each case runs in its own process so the
+peak statistics and the CUDA context are clean. Models are random-initialised from their config (no download).
+
+The plan is a list of {"name", "mode": "train"|"infer", "config": {model_type + HF config fields},
+"workload": {...}} with workload fields as in the calibration README.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+OUT = os.environ.get("OUT", "/tmp/measure")
+
+
+def build_config(spec):
+    from transformers import AutoConfig
+    spec = dict(spec)
+    model_type = spec.pop("model_type")
+    return AutoConfig.for_model(model_type, **spec)
+
+
+def init_context(torch):
+    """Device memory beyond the caching allocator right after CUDA initialisation (the calibration's context_bytes)."""
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) - torch.cuda.memory_reserved()
+
+
+def end_context(torch):
+    """The same at the end of the run, after cuBLAS/SDPA kernels were loaded."""
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) - torch.cuda.memory_reserved()
+
+
+def run_train(case, cfg):
+    import torch
+    from transformers import AutoModelForCausalLM
+    w = case["workload"]
+    torch.manual_seed(0)
+    prec = w["precision"]
+    dtype = torch.float32 if prec in ("fp32", "amp-bf16") else torch.bfloat16
+    m = {"context_bytes": init_context(torch)}
+    with torch.device("cuda"):  # initialise on the GPU: minutes faster than on the CPU for billions of weights
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=w.get("attention", "sdpa"))
+    torch.cuda.synchronize()
+    m.update({"weights_bytes": torch.cuda.memory_allocated(), "n_params": sum(p.numel() for p in model.parameters())})
+    if w.get("lora"):
+        from peft import LoraConfig, get_peft_model
+        r = w["lora"]["rank"]
+        model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0,
+                                                 target_modules=w["lora"]["targets"]))
+    if w.get("grad_checkpointing"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if w.get("lora"):
+            model.enable_input_require_grads()
+    model.config.use_cache = False
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    m["n_trainable"] = sum(p.numel() for p in params)
+    o = w["optimizer"]
+    if o == "adamw":
+        opt = torch.optim.AdamW(params, lr=1e-5, foreach=True)
+    elif o == "adamw-fused":
+        opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
+    elif o == "adam":
+        opt = torch.optim.Adam(params, lr=1e-5, foreach=True)
+    elif o == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-5, foreach=True)
+    elif o == "sgd-momentum":
+        opt = torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
+    elif o == "adafactor":
+        from transformers.optimization import Adafactor
+        opt = Adafactor(params, lr=1e-5, relative_step=False, scale_parameter=False, warmup_init=False)
+    else:
+        raise SystemExit(f"unknown optimizer {o}")
+    ids = torch.randint(0, cfg.vocab_size, (w["batch"], w["seq"]), device="cuda")
+    phases = []
+    t_last = 0.0
+    for step in range(3):
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize()
+        t0 = time.time()
+        # As HF Trainer does: keep only the loss, so the logits are freed before backward.
+        if prec == "amp-bf16":
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss
+        else:
+            loss = model(input_ids=ids, labels=ids).loss
+        torch.cuda.synchronize()
+        ph = {"fwd_peak": torch.cuda.max_memory_allocated()}
+        loss.backward()
+        torch.cuda.synchronize()
+        ph["bwd_peak"] = torch.cuda.max_memory_allocated()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del loss
+        torch.cuda.synchronize()
+        ph["step_peak"] = torch.cuda.max_memory_allocated()
+        t_last = time.time() - t0
+        phases.append(ph)
+        if step == 0:
+            peak_alloc, peak_res = 0, 0
+        peak_alloc = max(peak_alloc, torch.cuda.max_memory_allocated())
+        peak_res = max(peak_res, torch.cuda.max_memory_reserved())
+    m["state_after_step_bytes"] = torch.cuda.memory_allocated()
+    m["phases"] = phases
+    m["step_seconds"] = t_last
+    return m, peak_alloc, peak_res
+
+
+def run_infer(case, cfg):
+    import torch
+    from transformers import AutoModelForCausalLM
+    w = case["workload"]
+    torch.manual_seed(0)
+    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[w["precision"]]
+    m = {"context_bytes": init_context(torch)}
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=w.get("attention", "sdpa"))
+    model.eval()
+    torch.cuda.synchronize()
+    m.update({"weights_bytes": torch.cuda.memory_allocated(), "n_params": sum(p.numel() for p in model.parameters())})
+    ids = torch.randint(0, cfg.vocab_size, (w["batch"], w["prompt_len"]), device="cuda")
+    torch.cuda.reset_peak_memory_stats()
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=w["new_tokens"],
+                             min_new_tokens=w["new_tokens"], do_sample=False, return_dict_in_generate=True,
+                             pad_token_id=0)
+    torch.cuda.synchronize()
+    kv = 0
+    cache = out.past_key_values
+    for layer in getattr(cache, "layers", []):
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if torch.is_tensor(t):
+                kv += t.numel() * t.element_size()
+    m["kv_cache_bytes"] = kv
+    return m, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+
+
+def probe(case_path):
+    """Which tensors autograd keeps from one forward: unique storages grouped by grad_fn, dtype and shape."""
+    case = json.load(open(case_path))
+    import torch
+    from transformers import AutoModelForCausalLM
+    cfg = build_config(case["config"])
+    w = case["workload"]
+    prec = w["precision"]
+    dtype = torch.float32 if prec in ("fp32", "amp-bf16") else torch.bfloat16
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=w.get("attention", "sdpa"))
+    if w.get("lora"):
+        from peft import LoraConfig, get_peft_model
+        r = w["lora"]["rank"]
+        model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0,
+                                                 target_modules=w["lora"]["targets"]))
+    model.train()
+    params = {p.data_ptr() for p in model.parameters()}
+    ids = torch.randint(0, cfg.vocab_size, (w["batch"], w["seq"]), device="cuda")
+    seen, groups = set(), {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr not in seen and ptr not in params:
+            seen.add(ptr)
+            made_by = type(t.grad_fn).__name__ if t.grad_fn is not None else ("leaf" if t.requires_grad else "no-grad")
+            key = (str(t.dtype).replace("torch.", ""), tuple(t.shape), made_by)
+            n, b = groups.get(key, (0, 0))
+            groups[key] = (n + 1, b + st.nbytes())
+        return t
+
+    base = torch.cuda.memory_allocated()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        ctx = torch.autocast("cuda", dtype=torch.bfloat16) if prec == "amp-bf16" else torch.autocast("cuda", enabled=False)
+        with ctx:
+            loss = model(input_ids=ids, labels=ids).loss
+    torch.cuda.synchronize()
+    tokens = w["batch"] * w["seq"]
+    rows = sorted(groups.items(), key=lambda kv: -kv[1][1])
+    out = {"name": case["name"], "tokens": tokens, "held_after_forward": torch.cuda.memory_allocated() - base,
+           "saved_unique_bytes": sum(b for _, (n, b) in rows),
+           "groups": [{"dtype": k[0], "shape": list(k[1]), "made_by": k[2], "count": n, "bytes": b}
+                      for k, (n, b) in rows[:60]]}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def one(case_path):
+    case = json.load(open(case_path))
+    import torch
+    import transformers
+    cfg = build_config(case["config"])
+    fn = run_train if case["mode"] == "train" else run_infer
+    m, alloc, reserved = fn(case, cfg)
+    ctx = m["context_bytes"]
+    m.update({"device_bytes": reserved + ctx, "reserved_bytes": reserved, "allocated_bytes": alloc,
+              "context_end_bytes": end_context(torch)})
+    stack = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+             "transformers": transformers.__version__, "cuda": torch.version.cuda}
+    try:
+        import peft
+        stack["peft"] = peft.__version__
+    except ImportError:
+        pass
+    os.makedirs(os.path.join(OUT, "configs"), exist_ok=True)
+    cfg_name = f"configs/{case['name']}.json"
+    cfg.to_json_file(os.path.join(OUT, cfg_name))
+    rec = {"name": case["name"], "mode": case["mode"], "model": case.get("model", case["name"]),
+           "config": cfg_name, "workload": case["workload"], "measured": m, "stack": stack}
+    print("RESULT " + json.dumps(rec), flush=True)
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] in ("--one", "--probe-one"):
+        (one if sys.argv[1] == "--one" else probe)(sys.argv[2])
+        return
+    probing = "--probe" in sys.argv
+    if probing:
+        sys.argv.remove("--probe")
+    plan = json.load(open(sys.argv[1]))
+    only = None
+    if len(sys.argv) >= 4 and sys.argv[2] == "--only":
+        only = set(sys.argv[3].split(","))
+    os.makedirs(OUT, exist_ok=True)
+    res = open(os.path.join(OUT, "probes.jsonl" if probing else "cases.jsonl"), "a")
+    for case in plan:
+        if only and case["name"] not in only:
+            continue
+        path = os.path.join(OUT, f".case-{case['name']}.json")
+        json.dump(case, open(path, "w"))
+        t0 = time.time()
+        p = subprocess.run([sys.executable, __file__, "--probe-one" if probing else "--one", path], capture_output=True,
+                           text=True, timeout=400)
+        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+        if p.returncode == 0 and line:
+            res.write(line[0][7:] + "\n")
+            res.flush()
+            print(f"ok   {case['name']} ({time.time() - t0:.0f}s)", flush=True)
+        else:
+            tail = (p.stderr.strip().splitlines() or ["?"])[-3:]
+            print(f"FAIL {case['name']} ({time.time() - t0:.0f}s): {' | '.join(tail)}", flush=True)
+        os.remove(path)
+
+
+if __name__ == "__main__":
+    main()

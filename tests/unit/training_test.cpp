@@ -74,9 +74,18 @@ TEST_CASE("estimate_training_memory: activations per token per layer, Llama SDPA
   const auto e = estimate_training_memory(llama1b(), workload(Precision::pure_bf16, Optimizer::adamw, 4, 2048));
   CHECK(b(e.shape.activation_bytes_per_token_per_layer) == 16 * h + 2 * h + 4 * 512 + 2 * h + 4 * 32 + 8 * 8192);
   CHECK(b(e.shape.activation_bytes_per_token_per_layer) == 108'672);
-  // Under autocast the norms keep fp32 normalised tensors and 16-bit casts: 4h more per norm pair... (10h per norm)
+  // Under autocast (probed with saved_tensors_hooks on H200): the normalised tensors are fp32 (2 × 2h more) and
+  // q, k, v, gate and up each cast the fp32 norm output into their own bf16 copy (5 × 2h instead of 2 × 2h).
   const auto amp = estimate_training_memory(llama1b(), workload(Precision::amp_bf16, Optimizer::adamw, 4, 2048));
-  CHECK(b(amp.shape.activation_bytes_per_token_per_layer) - 108'672 == 2 * 2 * h);
+  CHECK(b(amp.shape.activation_bytes_per_token_per_layer) - 108'672 == 2 * 2 * h + 3 * 2 * h);
+  // PEFT LoRA on q and v (pure bf16): frozen norms keep only their fp32 input, frozen linears nothing; each
+  // adapter casts its input to fp32 (2 × 4h) and keeps lora_A's fp32 output (2 × 4·16); the MLP product goes.
+  auto lw = workload(Precision::pure_bf16, Optimizer::adamw, 4, 2048);
+  lw.lora.rank = 16;
+  lw.lora.targets = {"q_proj", "v_proj"};
+  const auto lora = estimate_training_memory(llama1b(), lw);
+  CHECK(b(lora.shape.activation_bytes_per_token_per_layer) ==
+        2 * 4 * h + 2 * 4 * h + 2 * 4 * 16 + 2 * h + 4 * 512 + 2 * h + 4 * 32 + 3 * 2 * 8192);
 }
 
 TEST_CASE("estimate_training_memory: loss buffers, forward and backward", "[memory][training]") {

@@ -84,9 +84,12 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
   // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): scores and
   // softmax output of one layer, per element.
   const auto kernel = detail::sdpa_backend(s, w.attention, c);
+  // HF eager: the scaled scores, the masked scores, the fp32 softmax and its 16-bit cast (3 c + 4 B per element;
+  // measured on H200: Llama-3.2-1B b4 s4096 prefill holds 10.0 B per score element at its peak). SDPA's math
+  // fallback: scores and softmax output.
   double scores = 0;
-  if (kernel == detail::AttentionKernel::math || kernel == detail::AttentionKernel::eager)
-    scores = b * double(s.heads) * sp * sp * (c + 4.0);
+  if (kernel == detail::AttentionKernel::eager) scores = b * double(s.heads) * sp * sp * (3.0 * c + 4.0);
+  if (kernel == detail::AttentionKernel::math) scores = b * double(s.heads) * sp * sp * (c + 4.0);
   // Last-position logits (logits_to_keep = 1) and generate's fp32 copy of them.
   const double logits = b * V * (c + 4.0);
   const double workspace = pytorch ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;

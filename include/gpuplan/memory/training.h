@@ -306,9 +306,10 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       grads += new_grads;
       cache -= backward_cache / double(s.layers + 1);
     }
-    // Embedding backward produces a dense V×h gradient; with tied embeddings it is then added into the grad that
-    // lm_head already made, so both exist for a moment.
-    const double emb_dense = s.tied_embeddings && !lora ? V * h * grad_el * grad_scale : 0.0;
+    // Embedding backward produces a dense V×h gradient; with tied embeddings AccumulateGrad then adds it to the
+    // grad lm_head already made, out of place: the old grad, the new one and their sum exist for a moment
+    // (measured: fp32 1B tied, b2 s512: backward peak = weights + momentum + grads + 2 × V·h·4 B).
+    const double emb_dense = s.tied_embeddings && !lora ? 2.0 * V * h * grad_el * grad_scale : 0.0;
     moment("backward", "embeddings", P + gathered, (accum_grads > 0 ? accum_grads : grads + emb_grad) + emb_dense, 0, 0,
            base_over);
   }

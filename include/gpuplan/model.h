@@ -282,7 +282,7 @@ inline ModelSpec derive_model(Params requested) {
   const double n = double(requested.in(unit::params));
   constexpr std::int64_t vocab = 32000;  // Llama 2 tokenizer
   ModelSpec best;
-  double best_err = 1e300;
+  double best_err = 1e300, best_score = 1e300;
   for (std::int64_t h = 128; h <= (1 << 20); h += 128) {
     const std::int64_t i = ((8 * h / 3 + 255) / 256) * 256;
     // q, k, v, o (MHA: 4h²) + SwiGLU gate/up/down (3·h·i) + two RMSNorm gains (2h); see layer_params.
@@ -292,7 +292,10 @@ inline ModelSpec derive_model(Params requested) {
     const double aspect = double(h) / double(layers);
     if (aspect < 64 || aspect > 256) continue;  // not the proportions of a standard model of this size
     const double err = std::abs(outside + per_layer * double(layers) - n);
-    if (err < best_err) {
+    // Prefer the standard proportions: 1 % of count error weighs as much as a factor 2^0.2 off the aspect.
+    const double score = err / n + 0.05 * std::abs(std::log2(aspect / 128.0));
+    if (score < best_score) {
+      best_score = score;
       best_err = err;
       best.hidden = h;
       best.intermediate = i;

@@ -54,7 +54,8 @@ def main():
            "(checked tensor by tensor with `saved_tensors_hooks`, `tools/measure/measure.py --probe`), the loss's",
            "fp32 logits copies, autocast's cached weight casts, optimizer temporaries, gradients as they appear in",
            "backward, FSDP/DDP buffers, the KV cache of `generate`. It evaluates live memory at each moment of the",
-           "step and takes the largest; the caching allocator's reserve and the CUDA context come on top.", ""]
+           "step and takes the largest; the caching allocator's reserve (replayed, see below) and the CUDA context",
+           "come on top.", ""]
     for fname, title in SETS:
         rows = run(binary, os.path.join(ROOT, "tests", "data", "calibration", fname))
         errs = [(e - m) / m for _, m, e, _, _, _ in rows]
@@ -67,9 +68,10 @@ def main():
             out.append(f"| {name} | {m / GiB:.2f} | {e / GiB:.2f} | {100 * err:+.1f} % | {100 * aerr:+.1f} % | {phase} |")
         out.append("")
     out += ["## What is not modelled (yet)", "",
-            "- The caching allocator's fragmentation is modelled as a share of the tensors that come and go plus",
-            "  known extra segments (loss buffers under recomputation, KV growth in decode), not by simulating",
-            "  its block splitting; this is the largest remaining error (live tensors are within a few percent).",
+            "- Training replays three steps of allocations through a model of PyTorch's caching allocator (best-fit",
+            "  blocks, splitting, 2 MiB/20 MiB segments) at the granularity of whole tensors; the order of small",
+            "  temporaries inside a layer is approximate, so the reserve can be off by a few GB on some workloads",
+            "  (eager attention, Gemma 2's 256K vocabulary). Inference uses measured shares instead of a replay.",
             "- DDP: the 2-GPU DDP case is under-estimated by about 10 % of live memory; the mechanism is not found.",
             "- GPT-NeoX under autocast keeps two more 16-bit [tokens, h] tensors per layer than the model counts.",
             "- Other runtimes (vLLM, llama.cpp, DeepSpeed, Megatron) have their own profiles, not calibrated here.",

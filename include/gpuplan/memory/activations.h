@@ -39,6 +39,7 @@ inline AttentionKernel sdpa_backend(const ModelSpec& s, Attention requested, dou
 struct LayerActivation {
   double per_token = 0;      // bytes per token saved for backward (linear in tokens)
   double score_element = 0;  // bytes per attention-score element (eager / math kernels), per head per query per key
+  std::vector<double> tensors;  // per_token split into the tensors it is made of (for the allocator model)
 };
 
 class LayerActivationModel {
@@ -57,67 +58,86 @@ class LayerActivationModel {
     // --- Attention block ---
     if (s_.family == Family::gpt_neox && s_.parallel_residual) {
       // Both norms read the layer input, which native layer_norm keeps once.
-      a.per_token += d_.r * h + linear_input(h, {"query_key_value"}) + linear_input(h, {"dense_h_to_4h"});
+      add(a, d_.r * h);
+      add(a, linear_input(h, {"query_key_value"}));
+      add(a, linear_input(h, {"dense_h_to_4h"}));
     } else {
-      a.per_token += norm(h) + linear_input(h, attention_input_modules());
+      add(a, norm(h), 2);
+      add(a, linear_input(h, attention_input_modules()), int(attention_input_modules().size()));
     }
-    if (s_.mla_enabled) a.per_token += mla_latents();
-    if (s_.qk_norm) a.per_token += (4.0 + (full_ft_ ? d_.r : 0.0)) * (hq + hkv);  // RMSNorm over head_dim on q, k
+    if (s_.mla_enabled) add(a, mla_latents(), 4);
+    if (s_.qk_norm) add(a, (4.0 + (full_ft_ ? d_.r : 0.0)) * (hq + hkv), 2);  // RMSNorm over head_dim on q, k
     switch (sdpa_backend(s_, w_.attention, c)) {
       case AttentionKernel::flash:
       case AttentionKernel::efficient:
         // q, k, v at native GQA width (torch ≥ 2.5 SDPA enable_gqa), output O (shared with o_proj's input: the
         // kernel's [b, s, heads, d] layout makes the transpose free) and the fp32 log-sum-exp per head.
-        a.per_token += c * (hq + 2 * hkv) + c * hv + 4.0 * double(s_.heads);
-        if (!full_ft_) a.per_token += projection_input(hv, attention_output_module());
+        add(a, c * hq);
+        add(a, 2 * c * hkv, 2);
+        add(a, c * hv);
+        add(a, 4.0 * double(s_.heads));
+        if (!full_ft_) add(a, projection_input(hv, attention_output_module()));
         break;
       case AttentionKernel::math:
         // SDPA's math fallback (fp32 with GQA): scaled q, k/v repeated to every head, the softmax output kept in
         // fp32; the output is transposed into a contiguous copy for o_proj.
-        a.per_token += c * 3 * hq + projection_input(hv, "o_proj");
+        add(a, c * 3 * hq, 3);
+        add(a, projection_input(hv, "o_proj"));
         a.score_element = c;
         break;
       case AttentionKernel::eager: {
         // HF eager: k/v repeated (repeat_kv); Llama-family code takes the softmax in fp32 (dtype=torch.float32)
         // and keeps its 16-bit cast for probs @ V; GPT-2 takes it in the compute dtype, or fp32 under autocast
         // (softmax is on autocast's fp32 list). Dropout keeps a bool mask and its output.
-        a.per_token += c * 3 * hq + projection_input(hv, s_.family == Family::gpt2 ? "c_proj" : "o_proj");
+        add(a, c * 3 * hq, 3);
+        add(a, projection_input(hv, s_.family == Family::gpt2 ? "c_proj" : "o_proj"));
         const double softmax = (s_.family == Family::llama || d_.autocast) ? 4.0 : c;
         a.score_element = softmax + (softmax != c ? c : 0.0) + drop * (1.0 + c);
         break;
       }
     }
-    a.per_token += drop * h;  // residual dropout after the attention projection (GPT-2 resid_pdrop)
-    if (s_.norms_per_layer == 4) a.per_token += post_norm(h);  // Gemma 2/3 post-attention norm
+    add(a, drop * h);  // residual dropout after the attention projection (GPT-2 resid_pdrop)
+    if (s_.norms_per_layer == 4) add(a, post_norm(h), 2);  // Gemma 2/3 post-attention norm
 
     // --- Feed-forward block ---
     if (!(s_.family == Family::gpt_neox && s_.parallel_residual)) {
-      if (s_.is_moe_layer(l)) a.per_token += norm(h) + linear_input(h, moe_input_modules());
-      else a.per_token += norm(h) + linear_input(h, ffn_input_modules());
+      const auto inputs = s_.is_moe_layer(l) ? moe_input_modules() : ffn_input_modules();
+      add(a, norm(h), 2);
+      add(a, linear_input(h, inputs), d_.autocast ? int(inputs.size()) : 1);
     }
     if (s_.is_moe_layer(l)) {
       const auto& m = s_.moe;
       const double k = double(m.experts_per_token);
       // Each routed token's input is gathered per expert and each expert's output is kept for the weighting by
       // the router probabilities; router logits and probabilities are fp32 [tokens, experts].
-      a.per_token += 2.0 * c * h * k + 2.0 * 4.0 * double(m.experts) + ffn(double(m.intermediate), "down_proj") * k;
-      if (s_.model_type.rfind("deepseek", 0) == 0) a.per_token += 4.0 * h;  // weighted sum accumulated in fp32
-      if (m.shared_experts > 0) a.per_token += ffn(double(m.shared_intermediate * m.shared_experts), "down_proj");
-      if (m.shared_gate) a.per_token += c * h;  // sigmoid(gate) · shared output keeps the output
+      add(a, 2.0 * c * h * k, 2);
+      add(a, 2.0 * 4.0 * double(m.experts), 2);
+      add(a, ffn(double(m.intermediate), "down_proj") * k, 4);
+      if (s_.model_type.rfind("deepseek", 0) == 0) add(a, 4.0 * h);  // weighted sum accumulated in fp32
+      if (m.shared_experts > 0) add(a, ffn(double(m.shared_intermediate * m.shared_experts), "down_proj"), 4);
+      if (m.shared_gate) add(a, c * h);  // sigmoid(gate) · shared output keeps the output
     } else {
-      a.per_token += ffn(double(s_.intermediate), s_.family == Family::gpt2 ? "c_proj"
-                                                  : s_.family == Family::gpt_neox ? "dense_4h_to_h" : "down_proj");
+      add(a, ffn(double(s_.intermediate), s_.family == Family::gpt2 ? "c_proj"
+                                                  : s_.family == Family::gpt_neox ? "dense_4h_to_h" : "down_proj"),
+          4);
     }
-    a.per_token += drop * h;  // residual dropout after the MLP
-    if (s_.norms_per_layer == 4) a.per_token += post_norm(h);
+    add(a, drop * h);  // residual dropout after the MLP
+    if (s_.norms_per_layer == 4) add(a, post_norm(h), 2);
 
     // PEFT LoRA: lora_B keeps lora_A's rank-r output (adapter dtype) for every adapted linear.
     if (!full_ft_) {
       for (const auto& g : layer_params(s_, l))
         if (g.linear && !g.expert && lora_targets_module(w_.lora, g.module))
-          a.per_token += adapter_bytes() * double(w_.lora.rank);
+          add(a, adapter_bytes() * double(w_.lora.rank));
     }
     return a;
+  }
+
+  static void add(LayerActivation& a, double bytes, int pieces = 1) {
+    if (bytes <= 0) return;
+    a.per_token += bytes;
+    pieces = pieces < 1 ? 1 : pieces;
+    for (int i = 0; i < pieces; ++i) a.tensors.push_back(bytes / pieces);
   }
 
   // Outside the layers: the final norm before lm_head (its output is lm_head's input).

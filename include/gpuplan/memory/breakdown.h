@@ -1,6 +1,7 @@
 // Memory at the moments of a step, the peak among them, and what the caching allocator reserves on top.
 #pragma once
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,8 @@ struct MemoryEstimate {
 // blocks cached and rounds requests, so what it holds at a moment exceeds the live tensors by a share of the
 // tensors that come and go (activations, logits, gradients, workspaces: weights and optimizer states are
 // allocated once, exactly sized), plus any segment it had to add because the cached blocks were too small.
-inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, Bytes context) {
+inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, Bytes context,
+                                std::optional<Bytes> simulated_reserve = std::nullopt) {
   MemoryEstimate mem;
   if (moments.empty()) return mem;
   std::size_t best = 0;
@@ -71,6 +73,7 @@ inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, By
     mem.moments.push_back(*top);
   }
   mem.peak_allocated = mem.components.sum();
+  if (simulated_reserve) reserved = (mem.peak_allocated + *simulated_reserve).in(unit::bytes);
   mem.reserved = Bytes(std::max(reserved, mem.peak_allocated.in(unit::bytes)));
   mem.allocator_slack = mem.reserved - mem.peak_allocated;
   mem.context = context;

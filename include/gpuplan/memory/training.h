@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "../model.h"
 #include "../units.h"
 #include "activations.h"
+#include "allocator.h"
 #include "breakdown.h"
 #include "profile.h"
 #include "workload.h"
@@ -121,7 +123,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   }
 
   // --- Sharding across data-parallel ranks (ZeRO paper §5; FSDP full_shard = 3, shard_grad_op = 2) ---
-  double ddp_buckets = 0, gathered_params = 0;
+  double ddp_buckets = 0;
   if (w.gpus > 1) {
     if (w.zero >= 1) states_bytes /= N;
     if (w.zero >= 2) grads_bytes /= N;
@@ -147,6 +149,8 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   const detail::LayerActivationModel act(s, w, dt);
   std::vector<double> layer_saved(static_cast<std::size_t>(s.layers));
   std::vector<double> layer_full(static_cast<std::size_t>(s.layers));  // without recomputation
+  std::vector<std::vector<double>> layer_tensors(static_cast<std::size_t>(s.layers));  // per token, for the allocator
+  std::vector<double> layer_scores(static_cast<std::size_t>(s.layers));
   double sum_per_token = 0;
   double layer_transient_max = 0;
   for (std::int64_t l = 0; l < s.layers; ++l) {
@@ -163,6 +167,8 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
     }
     layer_saved[static_cast<std::size_t>(l)] = saved;
     layer_full[static_cast<std::size_t>(l)] = full;
+    layer_tensors[static_cast<std::size_t>(l)] = a.tensors;
+    layer_scores[static_cast<std::size_t>(l)] = scores;
     sum_per_token += a.per_token;
     // While a layer runs forward its pre-softmax scores also exist (16-bit, freed after softmax).
     if (a.score_element > 0) layer_transient_max = std::max(layer_transient_max, pr.compute * b * double(s.heads) * sq * sq);
@@ -272,7 +278,6 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   const double fsdp_layer = (w.gpus > 1 && w.zero == 3) ? 2.0 * 2.0 * max_layer_params * pr.weight : 0.0;
   const double fsdp_all = (w.gpus > 1 && w.zero == 2 && pytorch) ? 2.0 * (weights_bytes - P) : 0.0;
   const double gathered = fsdp_layer + fsdp_all;
-  (void)gathered_params;
   const double base_over = workspace + ddp_buckets;
   double saved_all = 0;
   for (double x : layer_saved) saved_all += x;
@@ -288,17 +293,13 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   // Backward: through the loss, then layer by layer from the top; gradients accumulate as activations go.
   {
     moment("backward", "loss", P + backward_cache + gathered, accum_grads, saved_all + outside, ce_backward, base_over);
-    // Under full recomputation the cache holds only small per-layer blocks when the loss's second fp32
-    // [tokens × vocab] buffer is requested: the allocator adds a segment for it (measured on H200: reserved −
-    // allocated ≈ 1–1.7 × that buffer in every recomputed calibration case).
-    if (w.recompute == Recompute::full && pytorch) moments.back().new_segment = Bytes(4.0 * V * T);
     double grads = accum_grads > 0 ? accum_grads : head_grad;
     double acts = saved_all;
     double cache = backward_cache;
     for (std::int64_t l = s.layers - 1; l >= 0; --l) {
       const auto i = static_cast<std::size_t>(l);
       // Recomputed layers rebuild their full activations; the layer's weight grads appear during its backward.
-      const double working = layer_full[i] + (w.recompute == Recompute::full ? 0.0 : 0.0);
+      const double working = layer_full[i];
       const double new_grads = accum_grads > 0 ? 0.0 : layer_grad[i];
       moment("backward", "layer " + std::to_string(l), P + cache + gathered, grads + new_grads,
              acts - layer_saved[i] + working, 0, base_over);
@@ -316,9 +317,157 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   // Optimizer step.
   moment("optimizer", "step", P, G_full, 0, 0, base_over + step_temp);
 
+
+  // --- The caching allocator's reserve: replay three steps' allocations in the order PyTorch makes them ---
+  std::optional<Bytes> reserve;
+  if (pytorch) {
+    CachingAllocatorModel A;
+    using H = CachingAllocatorModel::Handle;
+    const double cl_ = pr.compute;
+    auto trainable_group = [&](const ParamGroup& g, bool in_layer) {
+      return !lora ? true : (in_layer && g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module));
+    };
+    for (const auto* groups : {&inv.embedding, &inv.head}) for (const auto& g : *groups) A.malloc(double(g.numel()) * pr.weight / ((w.gpus > 1 && w.zero >= 2) ? N : 1.0));
+    for (const auto& l : inv.per_layer) for (const auto& g : l) A.malloc(double(g.numel()) * pr.weight / ((w.gpus > 1 && w.zero >= 2) ? N : 1.0));
+    if (lora) A.malloc(adapter_bytes);
+    if (ddp_buckets > 0) A.malloc(ddp_buckets);
+    A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
+    A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
+    std::vector<H> states, grads;
+    std::vector<double> grad_bytes;  // parallel to grads
+    auto add_grad = [&](double bytes) {
+      grads.push_back(A.malloc(bytes));
+      grad_bytes.push_back(bytes);
+    };
+    for (int step = 0; step < 3; ++step) {
+      // Forward.
+      std::vector<std::vector<H>> saved(static_cast<std::size_t>(s.layers));
+      std::vector<std::vector<H>> casts(static_cast<std::size_t>(s.layers));
+      std::vector<H> gathered_h;
+      H resid = A.malloc(pr.stream * h * T);  // embedding output
+      for (std::int64_t l = 0; l < s.layers; ++l) {
+        const auto i = static_cast<std::size_t>(l);
+        if (w.gpus > 1 && w.zero >= 2) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
+        if (pr.autocast)
+          for (const auto& g : inv.per_layer[i]) if (g.linear) casts[i].push_back(A.malloc(double(g.numel()) * 2.0));
+        H ckpt = w.recompute == Recompute::full ? A.malloc(pr.stream * h * T) : CachingAllocatorModel::none;
+        for (double t : layer_tensors[i]) saved[i].push_back(A.malloc(t * T));
+        if (layer_scores[i] > 0) {
+          const H pre = A.malloc(pr.compute * b * double(s.heads) * sq * sq);
+          saved[i].push_back(A.malloc(layer_scores[i]));
+          A.free(pre);
+        }
+        // The residual stream after the layer: a tensor of its own when 16-bit (the norms keep fp32 copies),
+        // otherwise it is the next norm's saved input, already counted.
+        if (pr.stream < 4) {
+          const H next = A.malloc(pr.stream * h * T);
+          A.free(resid);
+          resid = next;
+        }
+        if (w.recompute == Recompute::full) {
+          for (H x : saved[i]) A.free(x);
+          saved[i] = {ckpt};
+          if (pr.autocast) { for (H x : casts[i]) A.free(x); casts[i].clear(); }
+        }
+        if (w.gpus > 1 && w.zero == 3) { A.free(gathered_h.back()); gathered_h.pop_back(); }
+      }
+      // Loss.
+      std::vector<H> head;
+      for (int k = 0; k < 2; ++k) head.push_back(A.malloc(act.final_norm() * T / 2));
+      H head_cast = pr.autocast ? A.malloc(head_linear * 2.0) : CachingAllocatorModel::none;
+      H logits = A.malloc(cl_ * V * T);
+      H cap = s.final_logit_softcap > 0 ? A.malloc(cl_ * V * T) : CachingAllocatorModel::none;
+      H up = cl_ < 4 ? A.malloc(4.0 * V * T) : CachingAllocatorModel::none;
+      H lsm = A.malloc(4.0 * V * T);
+      A.free(up);
+      A.free(logits);  // only the loss is kept (HF Trainer)
+      // Backward through the loss and lm_head.
+      H g1 = A.malloc(4.0 * V * T);
+      H g2 = A.malloc(4.0 * V * T);
+      A.free(g1);
+      A.free(lsm);
+      H g3 = cl_ < 4 ? A.malloc(cl_ * V * T) : CachingAllocatorModel::none;
+      A.free(g2);
+      A.free(cap);
+      H dh = A.malloc(pr.compute * h * T);
+      if (!lora) for (const auto& g : inv.head) if (trainable_group(g, false)) add_grad(double(g.numel()) * grad_el * grad_scale);
+      if (!lora && s.tied_embeddings) add_grad(V * h * grad_el * grad_scale);
+      A.free(g3);
+      A.free(head_cast);
+      for (H x : head) A.free(x);
+      for (std::int64_t l = s.layers - 1; l >= 0; --l) {
+        const auto i = static_cast<std::size_t>(l);
+        if (w.gpus > 1 && w.zero == 3) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
+        std::vector<H> re;
+        if (w.recompute == Recompute::full) {
+          if (pr.autocast) for (const auto& g : inv.per_layer[i]) if (g.linear) casts[i].push_back(A.malloc(double(g.numel()) * 2.0));
+          for (double t : layer_tensors[i]) re.push_back(A.malloc(t * T));
+          if (layer_scores[i] > 0) re.push_back(A.malloc(layer_scores[i]));
+        }
+        // Gradients of the layer's activations (FFN width and hidden width), then its weight gradients.
+        const double ffn_w = double(s.is_moe_layer(l) ? s.moe.intermediate * s.moe.experts_per_token : s.intermediate);
+        H t1 = A.malloc(pr.compute * ffn_w * T), t2 = A.malloc(pr.compute * ffn_w * T);
+        H t3 = A.malloc(pr.compute * h * T);
+        for (const auto& g : inv.per_layer[i])
+          if (trainable_group(g, true)) {
+            const double n = lora ? double(w.lora.rank) * double(g.in + g.out) : double(g.numel());
+            add_grad(n * (lora ? 4.0 : grad_el) * grad_scale);
+          }
+        A.free(t1);
+        A.free(t2);
+        for (H x : saved[i]) A.free(x);
+        for (H x : re) A.free(x);
+        for (H x : casts[i]) A.free(x);
+        A.free(dh);
+        dh = t3;
+        if (!gathered_h.empty()) { A.free(gathered_h.back()); gathered_h.pop_back(); }
+      }
+      if (!lora) {
+        H dense = A.malloc(V * h * grad_el * grad_scale);  // embedding backward: a dense V×h gradient
+        if (s.tied_embeddings) {
+          H sum = A.malloc(V * h * grad_el * grad_scale);  // AccumulateGrad: old + new, out of place
+          A.free(dense);
+          A.free(grads.front());
+          grads.front() = sum;
+        } else {
+          grads.push_back(dense);
+          grad_bytes.push_back(V * h * grad_el * grad_scale);
+        }
+      }
+      A.free(dh);
+      A.free(resid);
+      // Optimizer: moments appear at the first step; the foreach implementation then makes one temporary per
+      // parameter tensor; zero_grad(set_to_none=True) frees the gradients.
+      if (step == 0) {
+        const double shard = (w.gpus > 1 && w.zero >= 1) ? 1.0 / N : 1.0;
+        auto add_states = [&](const ParamGroup& g, bool in_layer) {
+          if (!trainable_group(g, in_layer)) return;
+          const double n = lora ? double(w.lora.rank) * double(g.in + g.out) : double(g.numel());
+          const double el = optimizer_elements(double(g.out), double(g.in), double(g.out * g.in)) * double(lora ? 1 : g.count);
+          const double per = (lora ? 2.0 * n : el) * state_el * shard;
+          if (per > 0) { states.push_back(A.malloc(per / 2)); states.push_back(A.malloc(per / 2)); }
+          if (master > 0) states.push_back(A.malloc(n * master * shard));
+        };
+        for (const auto& g : inv.embedding) add_states(g, false);
+        for (const auto& l : inv.per_layer) for (const auto& g : l) add_states(g, true);
+        for (const auto& g : inv.head) add_states(g, false);
+      }
+      std::vector<H> temps;
+      double total_grad = 0;
+      for (double x : grad_bytes) total_grad += x;
+      if (step_temp > 0 && total_grad > 0)
+        for (double x : grad_bytes) temps.push_back(A.malloc(step_temp * x / total_grad));  // one per parameter
+      for (H x : temps) A.free(x);
+      for (H x : grads) A.free(x);
+      grads.clear();
+      grad_bytes.clear();
+    }
+    reserve = Bytes(std::max(0.0, A.peak_reserved() - A.peak_allocated()));
+  }
+
   const Bytes context = pytorch ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
                                 : Bytes(0);
-  est.memory = summarize(std::move(moments), w.profile, context);
+  est.memory = summarize(std::move(moments), w.profile, context, reserve);
 
   // What the estimate rests on, in words.
   auto& as = est.assumptions;
@@ -347,7 +496,9 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   static constexpr const char* kernel_names[] = {"flash", "memory-efficient", "math (materialises scores)", "eager (materialises scores)"};
   as.push_back(std::string("attention kernel: ") +
                kernel_names[static_cast<int>(detail::sdpa_backend(s, w.attention, pr.compute))]);
-  as.push_back("loss: HF ForCausalLMLoss over full-vocabulary logits (fp32 upcast, log-softmax kept for backward)");
+  as.push_back("loss: HF ForCausalLMLoss over full-vocabulary logits (fp32 upcast, log-softmax kept for backward); "
+               "only the loss is kept after forward (HF Trainer)");
+  if (pytorch) as.push_back("allocator reserve: three steps replayed through a model of PyTorch's caching allocator");
   if (s.model_type == "derived")
     as.push_back("model shape derived from the parameter count (Llama-2-style: head_dim 128, hidden/layers ≈ 128, "
                  "SwiGLU 8/3·h, vocab 32000, untied)");

@@ -1,0 +1,109 @@
+// A model of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), to replay a step's
+// allocations and see how much it reserves beyond the live tensors: freed blocks stay cached in their segments,
+// a request takes the smallest cached block that fits (splitting it), and only when none fits does the allocator
+// add a segment. Fragmentation is what that policy leaves unusable.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace gpuplan {
+
+class CachingAllocatorModel {
+ public:
+  using Handle = std::size_t;
+
+  // Constants of CUDACachingAllocator.cpp (PyTorch 2.x).
+  static constexpr std::uint64_t kMinBlockSize = 512;             // all sizes are rounded to 512 B
+  static constexpr std::uint64_t kSmallSize = 1 << 20;            // ≤ 1 MiB: small pool
+  static constexpr std::uint64_t kSmallBuffer = 2 << 20;          // small pool segments are 2 MiB
+  static constexpr std::uint64_t kMinLargeAlloc = 10 << 20;       // 1–10 MiB requests get 20 MiB segments
+  static constexpr std::uint64_t kLargeBuffer = 20 << 20;
+  static constexpr std::uint64_t kRoundLarge = 2 << 20;           // larger segments are rounded to 2 MiB
+
+  Handle malloc(double bytes) {
+    const std::uint64_t size = round_size(bytes);
+    const bool small = size <= kSmallSize;
+    auto& pool = small ? small_free_ : large_free_;
+    Handle b;
+    auto it = pool.lower_bound({size, 0});
+    if (it != pool.end()) {
+      b = it->second;
+      pool.erase(it);
+    } else {
+      const std::uint64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : round_up(size, kRoundLarge);
+      b = new_block(seg, small);
+      reserved_ += seg;
+    }
+    // Split when the remainder is worth keeping (CUDACachingAllocator::should_split).
+    const std::uint64_t rest = blocks_[b].size - size;
+    if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) {
+      const Handle r = new_block(rest, small);
+      blocks_[r].prev = b;
+      blocks_[r].next = blocks_[b].next;
+      if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = r;
+      blocks_[b].next = r;
+      blocks_[b].size = size;
+      insert_free(r);
+    }
+    blocks_[b].free = false;
+    allocated_ += blocks_[b].size;
+    peak_reserved_ = std::max(peak_reserved_, reserved_);
+    peak_allocated_ = std::max(peak_allocated_, allocated_);
+    return b;
+  }
+
+  void free(Handle b) {
+    if (b == none || blocks_[b].free) return;
+    allocated_ -= blocks_[b].size;
+    blocks_[b].free = true;
+    // Merge with free neighbours in the same segment.
+    for (Handle n : {blocks_[b].prev, blocks_[b].next}) {
+      if (n == none || !blocks_[n].free) continue;
+      erase_free(n);
+      const Handle lo = blocks_[n].next == b ? n : b;
+      const Handle hi = lo == n ? b : n;
+      blocks_[lo].size += blocks_[hi].size;
+      blocks_[lo].next = blocks_[hi].next;
+      if (blocks_[hi].next != none) blocks_[blocks_[hi].next].prev = lo;
+      blocks_[hi].size = 0;
+      b = lo;
+    }
+    insert_free(b);
+  }
+
+  double peak_reserved() const { return double(peak_reserved_); }
+  double peak_allocated() const { return double(peak_allocated_); }
+  static constexpr Handle none = ~Handle(0);
+
+ private:
+  struct Block {
+    std::uint64_t size = 0;
+    bool small = false;
+    bool free = true;
+    Handle prev = none, next = none;
+  };
+
+  static std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
+  static std::uint64_t round_size(double bytes) {
+    const auto b = bytes <= 0 ? std::uint64_t(1) : std::uint64_t(bytes + 0.5);
+    return b < kMinBlockSize ? kMinBlockSize : round_up(b, kMinBlockSize);
+  }
+  Handle new_block(std::uint64_t size, bool small) {
+    Block blk;
+    blk.size = size;
+    blk.small = small;
+    blocks_.push_back(blk);
+    return blocks_.size() - 1;
+  }
+  void insert_free(Handle b) { (blocks_[b].small ? small_free_ : large_free_).insert({blocks_[b].size, b}); }
+  void erase_free(Handle b) { (blocks_[b].small ? small_free_ : large_free_).erase({blocks_[b].size, b}); }
+
+  std::vector<Block> blocks_;
+  std::set<std::pair<std::uint64_t, Handle>> small_free_, large_free_;
+  std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
+};
+
+}  // namespace gpuplan

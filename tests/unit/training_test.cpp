@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <gpuplan/model_presets.h>
 #include <gpuplan/memory/training.h>
+#include <gpuplan/parse.h>
 
 using namespace gpuplan;
 
@@ -160,25 +161,31 @@ TEST_CASE("estimate_training_memory: ZeRO paper 7.5B on 64 GPUs", "[memory][trai
 }
 
 TEST_CASE("estimate_training_memory: properties", "[memory][training][property]") {
-  // Memory never decreases with batch or sequence, ZeRO-3 per-GPU memory never increases with GPUs.
-  double last = 0;
-  for (std::int64_t batch : {1, 2, 4, 8}) {
-    const double t = b(estimate_training_memory(llama1b(), workload(Precision::bf16, Optimizer::adamw, batch, 1024)).memory.total);
-    CHECK(t >= last);
-    last = t;
-  }
-  last = 0;
-  for (std::int64_t seq : {128, 512, 2048, 8192}) {
-    const double t = b(estimate_training_memory(llama1b(), workload(Precision::bf16, Optimizer::adamw, 1, seq)).memory.total);
-    CHECK(t >= last);
-    last = t;
-  }
-  last = 1e300;
+  // Live tensors never decrease with batch or sequence; ZeRO-3 per-GPU memory never increases with GPUs. The
+  // allocator's reserve depends on how blocks happen to fit, as PyTorch's does, so totals may wobble by a fraction
+  // of a percent, never more.
+  auto check_increasing = [](const std::vector<TrainingEstimate>& es) {
+    for (std::size_t i = 1; i < es.size(); ++i) {
+      CHECK(b(es[i].memory.peak_allocated) >= b(es[i - 1].memory.peak_allocated));
+      CHECK(b(es[i].memory.total) >= 0.995 * b(es[i - 1].memory.total));
+    }
+  };
+  std::vector<TrainingEstimate> by_batch, by_seq, by_model;
+  for (std::int64_t batch : {1, 2, 3, 4, 8, 16})
+    by_batch.push_back(estimate_training_memory(llama1b(), workload(Precision::bf16, Optimizer::adamw, batch, 1024)));
+  for (std::int64_t seq : {128, 512, 1000, 2048, 4096, 8192})
+    by_seq.push_back(estimate_training_memory(llama1b(), workload(Precision::bf16, Optimizer::adamw, 1, seq)));
+  for (const char* p : {"1B", "3B", "7B", "13B", "70B"})
+    by_model.push_back(estimate_training_memory(derive_model(parse_params(p)), workload(Precision::bf16, Optimizer::adamw, 1, 2048)));
+  check_increasing(by_batch);
+  check_increasing(by_seq);
+  check_increasing(by_model);
+  double last = 1e300;
   for (std::int64_t g : {2, 4, 8, 64, 1024}) {
     auto w = workload(Precision::bf16, Optimizer::adamw, 1, 1024);
     w.gpus = g;
     w.zero = 3;
-    const double t = b(estimate_training_memory(find_preset("llama-3.1-8b").spec, w).memory.total);
+    const double t = b(estimate_training_memory(find_preset("llama-3.1-8b").spec, w).memory.peak_allocated);
     CHECK(t <= last);
     last = t;
   }

@@ -45,7 +45,8 @@ struct MemoryEstimate {
 // tensors that come and go (activations, logits, gradients, workspaces: weights and optimizer states are
 // allocated once, exactly sized), plus any segment it had to add because the cached blocks were too small.
 inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, Bytes context,
-                                std::optional<Bytes> simulated_reserve = std::nullopt) {
+                                std::optional<Bytes> simulated_reserve = std::nullopt,
+                                bool at_least_measured_shares = false) {
   MemoryEstimate mem;
   if (moments.empty()) return mem;
   std::size_t best = 0;
@@ -73,7 +74,10 @@ inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, By
     mem.moments.push_back(*top);
   }
   mem.peak_allocated = mem.components.sum();
-  if (simulated_reserve) reserved = (mem.peak_allocated + *simulated_reserve).in(unit::bytes);
+  if (simulated_reserve) {
+    const double replayed = (mem.peak_allocated + *simulated_reserve).in(unit::bytes);
+    reserved = at_least_measured_shares ? std::max(reserved, replayed) : replayed;
+  }
   mem.reserved = Bytes(std::max(reserved, mem.peak_allocated.in(unit::bytes)));
   mem.allocator_slack = mem.reserved - mem.peak_allocated;
   mem.context = context;

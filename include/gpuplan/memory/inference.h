@@ -1,10 +1,12 @@
 // Per-GPU memory for serving: weights, KV cache, and the working set of prefill and decode.
 #pragma once
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "../model.h"
 #include "../units.h"
+#include "allocator.h"
 #include "profile.h"
 #include "training.h"
 
@@ -108,15 +110,102 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
   add("prefill", "logits", kv_after_prefill, b * sp * c * h, logits);
   // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
   add("decode", "cache append", kv_final, kv_layer_max, logits);
-  // DynamicCache grows by torch.cat: every step frees each layer's cache and asks for one a token longer, which
-  // the freed block cannot hold; the allocator keeps about half the cache again in such blocks (measured on H200:
-  // reserved − allocated = 0.45–1.2 × the final cache over the calibration inference cases).
-  // The prefill's working set is cached by then in blocks of other sizes, so this reserve comes on top of
-  // whichever moment is the peak.
+  // The replay below does not see every small tensor generate makes; measured over the calibration inference
+  // cases the reserve is at least half the final cache (torch.cat growth leaves blocks one token too short)
+  // plus the caching share of the working set, so that is its floor.
   if (pytorch && w.new_tokens > 1)
     for (auto& m : moments) m.new_segment = Bytes(0.5 * kv_final);
 
-  est.memory = summarize(std::move(moments), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0));
+  // --- The caching allocator's reserve: replay generate's allocations (prefill layer by layer, then each decode
+  // step growing every layer's cache with torch.cat: a new tensor one token longer, the old one freed) ---
+  std::optional<Bytes> reserve;
+  if (pytorch) {
+    CachingAllocatorModel A;
+    using H = CachingAllocatorModel::Handle;
+    const ParamInventory inv = param_inventory(s);
+    for (const auto* groups : {&inv.embedding, &inv.head})
+      for (const auto& g : *groups) A.malloc(double(g.numel()) * c);
+    for (const auto& l : inv.per_layer)
+      for (const auto& g : l) A.malloc(double(g.numel()) * c);
+    A.malloc(workspace / 2);
+    A.malloc(workspace / 2);
+    const double kv_half = kv_layer_tok / 2;  // keys or values, per token
+    std::vector<H> keys(static_cast<std::size_t>(s.layers)), values(static_cast<std::size_t>(s.layers));
+    std::vector<double> len(static_cast<std::size_t>(s.layers), sp);
+    // Prefill.
+    const double tok = b * sp;
+    H resid = A.malloc(c * h * tok);
+    for (std::int64_t l = 0; l < s.layers; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      H up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
+      H normed = A.malloc(c * h * tok);
+      A.free(up32);
+      // Projections, then rotary embeddings make new q and k; the cache keeps the rotated k and v themselves.
+      H q0 = A.malloc(c * double(s.q_dim()) * tok);
+      H k0 = A.malloc(kv_half * tok);
+      values[i] = A.malloc(kv_half * tok);
+      A.free(normed);
+      H q = A.malloc(c * double(s.q_dim()) * tok);
+      keys[i] = A.malloc(kv_half * tok);
+      A.free(q0);
+      A.free(k0);
+      H sc = CachingAllocatorModel::none, sc2 = CachingAllocatorModel::none;
+      std::vector<H> rep;  // math repeats k and v to every head and scales a copy of q
+      if (scores > 0)
+        for (int k = 0; k < (kernel == detail::AttentionKernel::math ? 3 : 0); ++k) rep.push_back(A.malloc(c * double(s.q_dim()) * tok));
+      if (scores > 0) {  // eager: 16-bit scores and masked scores, then fp32 softmax and its cast (math: c + 4)
+        const bool eager = kernel == detail::AttentionKernel::eager;
+        const double parts = eager ? 3.0 * c + 4.0 : c + 4.0;
+        sc = A.malloc(scores * (eager ? 2.0 * c : c) / parts);
+        sc2 = A.malloc(scores * (eager ? c + 4.0 : 4.0) / parts);
+      }
+      H o = A.malloc(c * double(s.q_dim()) * tok);
+      A.free(sc);
+      A.free(sc2);
+      for (H x : rep) A.free(x);
+      A.free(q);
+      H attn = A.malloc(c * h * tok);
+      A.free(o);
+      H r1 = A.malloc(c * h * tok);
+      A.free(attn);
+      A.free(resid);
+      up32 = A.malloc(4.0 * h * tok);
+      normed = A.malloc(c * h * tok);
+      A.free(up32);
+      std::vector<H> ffn;
+      for (int k = 0; k < (s.mlp == MlpKind::gated ? 3 : 2); ++k) ffn.push_back(A.malloc(ffn_live / (s.mlp == MlpKind::gated ? 3.0 : 2.0) * tok));
+      A.free(normed);
+      H down = A.malloc(c * h * tok);
+      for (H x : ffn) A.free(x);
+      resid = A.malloc(c * h * tok);
+      A.free(down);
+      A.free(r1);
+    }
+    H lg = A.malloc(logits);
+    A.free(resid);
+    // Decode: each step appends one token to every layer's cache; sliding layers are cropped to window − 1.
+    for (std::int64_t step = 1; step < w.new_tokens; ++step) {
+      H x = A.malloc(c * h * b);
+      for (std::int64_t l = 0; l < s.layers; ++l) {
+        const auto i = static_cast<std::size_t>(l);
+        const double n = s.is_sliding_layer(l) ? std::min(len[i] + 1, double(s.sliding_window - 1)) : len[i] + 1;
+        H k2 = A.malloc(kv_half * b * n);
+        A.free(keys[i]);
+        keys[i] = k2;
+        H v2 = A.malloc(kv_half * b * n);
+        A.free(values[i]);
+        values[i] = v2;
+        len[i] = n;
+      }
+      A.free(lg);
+      lg = A.malloc(logits);
+      A.free(x);
+    }
+    reserve = Bytes(std::max(0.0, A.peak_reserved() - A.peak_allocated()));
+  }
+
+  est.memory = summarize(std::move(moments), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), reserve,
+                         /*at_least_measured_shares=*/true);
   if (pytorch)
     est.assumptions.push_back("profile pytorch: HF generate with the default dynamic KV cache (grown by torch.cat), "
                               "last-position logits, caching allocator, CUDA context measured on an H200");

@@ -33,6 +33,12 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   m->excludes(c);
 }
 
+void add_fit_options(CLI::App& cmd, FitOptions& o) {
+  cmd.add_option("--gpu", o.gpu, "Fit verdict on this accelerator (id or alias; see `gpuplan hardware list`); "
+                                 "without it, a fit table over the catalog");
+  cmd.add_option("--catalog", o.catalogs, "Extra catalog file(s) that add or override entries (repeatable)");
+}
+
 ModelSpec resolve_model(const ModelOptions& o) {
   if (!o.config.empty()) return load_hf_config(o.config);
   if (!o.model.empty()) return find_preset(o.model).spec;
@@ -50,9 +56,13 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   TrainOptions train;
   InferOptions infer;
   ModelsOptions models;
+  HardwareOptions hardware;
+  PricesOptions prices;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
+  setup_hardware(app, hardware);
+  setup_prices(app, prices);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -65,6 +75,8 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("train")) return run_train(train, out);
     if (app.got_subcommand("infer")) return run_infer(infer, out);
     if (app.got_subcommand("models")) return run_models(models, out);
+    if (app.got_subcommand("hardware")) return run_hardware(hardware, out);
+    if (app.got_subcommand("prices")) return run_prices(prices, out);
   } catch (const InputError& e) {
     err << "gpuplan: " << e.what() << "\n";
     return ExitCode::usage;

@@ -20,6 +20,13 @@ struct ModelOptions {
   std::string config;
 };
 
+// --gpu / --catalog on train and infer: a fit verdict against a device, or a fit table over the catalog.
+struct FitOptions {
+  std::string gpu;
+  std::vector<std::string> catalogs;
+};
+void add_fit_options(CLI::App& cmd, FitOptions& o);
+
 struct TrainOptions {
   ModelOptions model;
   TrainingWorkload workload;
@@ -31,6 +38,7 @@ struct TrainOptions {
   std::string lora_targets;
   std::string profile = "pytorch";
   std::string format = "table";
+  FitOptions fit;
 };
 
 struct InferOptions {
@@ -40,6 +48,25 @@ struct InferOptions {
   std::string attention = "sdpa";
   std::string profile = "pytorch";
   std::string format = "table";
+  FitOptions fit;
+  std::int64_t gpus = 1;
+};
+
+struct HardwareOptions {
+  std::string vendor;
+  std::string min_memory;
+  std::string show_id;
+  std::string format = "table";
+  std::vector<std::string> catalogs;
+  CLI::App* list_cmd = nullptr;
+  CLI::App* show_cmd = nullptr;
+};
+
+struct PricesOptions {
+  std::string gpu;
+  std::string provider;
+  std::string format = "table";
+  std::vector<std::string> catalogs;
 };
 
 struct ModelsOptions {
@@ -53,6 +80,10 @@ Format parse_format(const std::string& s);
 void setup_train(CLI::App& app, TrainOptions& o);
 void setup_infer(CLI::App& app, InferOptions& o);
 void setup_models(CLI::App& app, ModelsOptions& o);
+void setup_hardware(CLI::App& app, HardwareOptions& o);
+void setup_prices(CLI::App& app, PricesOptions& o);
+ExitCode run_hardware(const HardwareOptions& o, std::ostream& out);
+ExitCode run_prices(const PricesOptions& o, std::ostream& out);
 ExitCode run_train(const TrainOptions& o, std::ostream& out);
 ExitCode run_infer(const InferOptions& o, std::ostream& out);
 ExitCode run_models(const ModelsOptions& o, std::ostream& out);

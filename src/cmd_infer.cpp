@@ -19,6 +19,9 @@ void setup_infer(CLI::App& app, InferOptions& o) {
   cmd->add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
   cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default, HF generate) | none");
   cmd->add_option("--format", o.format, "table (default) | json");
+  add_fit_options(*cmd, o.fit);
+  cmd->add_option("--gpus", o.gpus, "GPUs the model is split over for the fit verdict (weights and KV cache split "
+                                    "evenly, as tensor parallelism does; default 1)");
 }
 
 ExitCode run_infer(const InferOptions& o, std::ostream& out) {
@@ -31,7 +34,19 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out) {
   w.profile = parse_enum<Profile>(profile_names, o.profile, "profile");
   const ModelSpec spec = resolve_model(o.model);
   const InferenceEstimate est = estimate_inference_memory(spec, w);
-  const nlohmann::json report = inference_json(spec, w, est);
+  if (o.gpus < 1 || o.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
+  nlohmann::json report = inference_json(spec, w, est);
+  const Catalog cat = load_catalog(o.fit.catalogs);
+  // Over n GPUs: weights and KV cache split evenly (tensor parallelism), the rest on every GPU.
+  const auto& c = est.memory.components;
+  auto per_gpu = [&](std::int64_t n) { return est.memory.total - (c.weights + c.kv_cache) + (c.weights + c.kv_cache) / double(n); };
+  if (!o.fit.gpu.empty()) {
+    report["fit"] = fit_json(fit_on(cat.get(o.fit.gpu), per_gpu(o.gpus)), o.gpus);
+  } else {
+    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu),
+                                         "smallest power-of-two tensor-parallel degree, weights and KV cache split evenly, "
+                                         "whose per-GPU estimate fits in the device's usable memory");
+  }
   if (format == Format::json) render_json(report, out);
   else render_infer_table(report, out);
   return ExitCode::ok;

@@ -31,6 +31,7 @@ void setup_train(CLI::App& app, TrainOptions& o) {
   cmd->add_flag("--qlora", w.lora.qlora, "Base weights in NF4 with double quantization (needs --lora-rank)");
   cmd->add_option("--gpus", w.gpus, "Data-parallel GPUs (default 1)");
   cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across --gpus (0 = DDP)");
+  add_fit_options(*cmd, o.fit);
   cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
   cmd->add_option("--format", o.format, "table (default) | json");
 }
@@ -56,7 +57,24 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out) {
   }
   const ModelSpec spec = resolve_model(o.model);
   const TrainingEstimate est = estimate_training_memory(spec, w);
-  const nlohmann::json report = training_json(spec, w, est);
+  nlohmann::json report = training_json(spec, w, est);
+  const Catalog cat = load_catalog(o.fit.catalogs);
+  if (!o.fit.gpu.empty()) {
+    report["fit"] = fit_json(fit_on(cat.get(o.fit.gpu), est.memory.total), w.gpus);
+  } else {
+    // How many GPUs of each kind: the same workload data-parallel over n GPUs with ZeRO-3 (FSDP full shard),
+    // or with the stage the user chose.
+    const int stage = w.zero > 0 ? w.zero : 3;
+    auto per_gpu = [&](std::int64_t n) {
+      TrainingWorkload v = w;
+      v.gpus = n;
+      v.zero = stage;
+      return estimate_training_memory(spec, v).memory.total;
+    };
+    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu),
+                                         "smallest power-of-two data-parallel degree with ZeRO-" + std::to_string(stage) +
+                                             " whose per-GPU estimate fits in the device's usable memory");
+  }
   if (format == Format::json) render_json(report, out);
   else render_train_table(report, out);
   return ExitCode::ok;

@@ -49,6 +49,27 @@ void memory_table(const json& mem, std::ostream& out) {
                p["at"].get<std::string>());
 }
 
+void fit_lines(const json& r, std::ostream& out) {
+  if (r.contains("fit")) {
+    const json& f = r["fit"];
+    fmt::print(out, "\nFit on {}: {} ({} of {} usable, {:.0f}% used, headroom {})\n", f["gpu"].get<std::string>(),
+               f["fits"].get<bool>() ? "fits" : "DOES NOT FIT", gib(f["required_bytes"].get<double>()),
+               gib(f["capacity_bytes"].get<double>()), 100 * f["used_fraction"].get<double>(),
+               gib(f["headroom_bytes"].get<double>()));
+  } else if (r.contains("fit_table")) {
+    std::string one, more, none;
+    for (const auto& d : r["fit_table"]["devices"]) {
+      const std::string id = d["gpu"].get<std::string>();
+      if (d["fits"].get<bool>()) one += (one.empty() ? "" : ", ") + id;
+      else if (!d["gpus_needed"].is_null()) more += (more.empty() ? "" : ", ") + id + " ×" + std::to_string(d["gpus_needed"].get<int>());
+      else none += (none.empty() ? "" : ", ") + id;
+    }
+    fmt::print(out, "\nFits on one: {}\n", one.empty() ? "none" : one);
+    if (!more.empty()) fmt::print(out, "Needs more:  {}\n             ({})\n", more, r["fit_table"]["gpus_needed_means"].get<std::string>());
+    if (!none.empty()) fmt::print(out, "Not within 1024 GPUs: {}\n", none);
+  }
+}
+
 void assumptions(const json& r, std::ostream& out) {
   if (r["assumptions"].empty()) return;
   fmt::print(out, "\nAssumptions:\n");
@@ -68,6 +89,7 @@ void render_train_table(const json& r, std::ostream& out) {
     fmt::print(out, "           LoRA rank {}{}: {} trainable parameters\n", w["lora"]["rank"].get<std::int64_t>(),
                w["lora"]["qlora"].get<bool>() ? " (QLoRA, NF4 base)" : "", grouped(r["trainable_params"].get<std::int64_t>()));
   memory_table(r["memory"], out);
+  fit_lines(r, out);
   assumptions(r, out);
 }
 
@@ -79,6 +101,7 @@ void render_infer_table(const json& r, std::ostream& out) {
              w["context_tokens"].get<std::int64_t>(), w["precision"].get<std::string>(), w["attention"].get<std::string>());
   fmt::print(out, "KV cache   {} bytes per token (all layers)\n", grouped(r["memory"]["kv_cache_bytes_per_token"].get<std::int64_t>()));
   memory_table(r["memory"], out);
+  fit_lines(r, out);
   assumptions(r, out);
 }
 

@@ -1,11 +1,17 @@
 // Umbrella header: every public header of the library.
 #pragma once
+#include "catalog.h"
 #include "dtype.h"
 #include "enum_table.h"
 #include "error.h"
+#include "hardware.h"
+#include "memory/activations.h"
+#include "memory/allocator.h"
+#include "memory/breakdown.h"
 #include "memory/inference.h"
 #include "memory/profile.h"
 #include "memory/training.h"
+#include "memory/workload.h"
 #include "model.h"
 #include "model_hf.h"
 #include "model_presets.h"

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "catalog.h"
+#include "hardware.h"
 #include "memory/inference.h"
 #include "memory/training.h"
 #include "model.h"
@@ -111,6 +113,79 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
             {"profile", spell<Profile>(profile_names, w.profile)}}},
           {"memory", mem},
           {"assumptions", e.assumptions}};
+}
+
+inline nlohmann::json flops_json(const PeakFlops& p) {
+  auto v = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+  return {{"fp64", v(p.fp64)}, {"fp32", v(p.fp32)}, {"tf32", v(p.tf32)}, {"bf16", v(p.bf16)},
+          {"fp16", v(p.fp16)}, {"fp8", v(p.fp8)},   {"int8", v(p.int8)}, {"fp4", v(p.fp4)}};
+}
+
+inline nlohmann::json device_json(const Device& d) {
+  auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+  nlohmann::json acc = nullptr;
+  if (d.fp16_accumulate.fp16 || d.fp16_accumulate.fp8)
+    acc = {{"fp16", opt(d.fp16_accumulate.fp16)}, {"fp8", opt(d.fp16_accumulate.fp8)}};
+  return {{"id", d.id},
+          {"name", d.name},
+          {"aliases", d.aliases},
+          {"vendor", d.vendor},
+          {"segment", d.segment},
+          {"unit", d.unit},
+          {"memory_bytes", d.memory.in(unit::bytes)},
+          {"usable_memory_bytes", d.usable_memory ? nlohmann::json(d.usable_memory->in(unit::bytes)) : nlohmann::json(nullptr)},
+          {"memory_type", d.memory_type},
+          {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.in(unit::bytes_per_s)},
+          {"tdp_watts", opt(d.tdp_watts)},
+          {"peak_flops", flops_json(d.peak)},
+          {"fp16_accumulate_flops", acc},
+          {"interconnect",
+           {{"kind", d.interconnect},
+            {"bandwidth_bytes_per_s", d.interconnect_bandwidth ? nlohmann::json(d.interconnect_bandwidth->in(unit::bytes_per_s)) : nlohmann::json(nullptr)},
+            {"direction", "bidirectional, per GPU"}}},
+          {"pcie_gen", opt(d.pcie_gen)},
+          {"form_factor", d.form_factor},
+          {"launch_year", opt(d.launch_year)},
+          {"price_usd", opt(d.price_usd)},
+          {"price_note", d.price_note},
+          {"source", d.source},
+          {"verification", d.verification}};
+}
+
+inline nlohmann::json offering_json(const Offering& f) {
+  auto usd = [](const std::optional<UsdPerHour>& x) { return x ? nlohmann::json(x->in(unit::usd_per_hour)) : nlohmann::json(nullptr); };
+  return {{"provider", f.provider},
+          {"instance", f.instance},
+          {"accelerator", f.accelerator},
+          {"count", f.count},
+          {"on_demand_usd_per_hour", usd(f.on_demand)},
+          {"on_demand_usd_per_accelerator_hour", usd(f.per_accelerator_on_demand())},
+          {"spot_usd_per_hour", usd(f.spot)},
+          {"region", f.region},
+          {"as_of", f.as_of},
+          {"source", f.source},
+          {"status", f.status}};
+}
+
+inline nlohmann::json fit_json(const FitVerdict& v, std::int64_t gpus) {
+  return {{"gpu", v.device},
+          {"gpus", gpus},
+          {"capacity_bytes", v.capacity.in(unit::bytes)},
+          {"required_bytes", v.required.in(unit::bytes)},
+          {"fits", v.fits},
+          {"headroom_bytes", v.headroom.in(unit::bytes)},
+          {"used_fraction", v.used_fraction}};
+}
+
+inline nlohmann::json fit_table_json(const std::vector<FitRow>& rows, const std::string& how) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : rows)
+    a.push_back({{"gpu", r.device->id},
+                 {"capacity_bytes", r.single.capacity.in(unit::bytes)},
+                 {"fits", r.single.fits},
+                 {"used_fraction", r.single.used_fraction},
+                 {"gpus_needed", r.gpus_needed ? nlohmann::json(*r.gpus_needed) : nlohmann::json(nullptr)}});
+  return {{"gpus_needed_means", how}, {"devices", a}};
 }
 
 }  // namespace gpuplan

@@ -103,6 +103,46 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
   }
 }
 
+TEST_CASE("cli: hardware list --format json has the documented fields", "[cli][catalog]") {
+  const auto r = run({"hardware", "list", "--format", "json", "--min-memory", "80GB"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.is_array());
+  CHECK(j.size() >= 15);
+  for (const auto& d : j) {
+    for (const char* k : {"id", "name", "aliases", "memory_bytes", "usable_memory_bytes", "memory_bandwidth_bytes_per_s",
+                          "tdp_watts", "peak_flops"})
+      CHECK(d.contains(k));
+    for (const char* f : {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"}) CHECK(d["peak_flops"].contains(f));
+    CHECK((d["memory_bytes"].get<double>() >= 80e9 || d["usable_memory_bytes"].get<double>() >= 80e9));
+  }
+  const auto csv = run({"hardware", "list", "--vendor", "amd", "--format", "csv"});
+  CHECK_THAT(csv.out, Catch::StartsWith("id,name,vendor") && Catch::Contains("mi300x"));
+}
+
+TEST_CASE("cli: prices and fit verdicts", "[cli][catalog]") {
+  auto r = run({"prices", "--gpu", "h100", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto p = nlohmann::json::parse(r.out);
+  CHECK(p.size() >= 5);
+  for (const auto& f : p) CHECK(f["accelerator"] == "h100-sxm");
+  r = run({"train", "--model", "llama-3.1-8b", "--precision", "pure-bf16", "--grad-checkpointing", "--gpu", "h100",
+           "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fit"]["gpu"] == "h100-sxm");
+  CHECK(j["fit"]["required_bytes"] == j["memory"]["total_bytes"]);
+  CHECK(j["fit"]["fits"].get<bool>() == (j["memory"]["total_bytes"].get<double>() <= j["fit"]["capacity_bytes"].get<double>()));
+  r = run({"train", "--model", "llama-3.1-70b", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  bool h100_needs_more = false;
+  for (const auto& d : j["fit_table"]["devices"])
+    if (d["gpu"] == "h100-sxm") h100_needs_more = !d["fits"].get<bool>() && d["gpus_needed"].get<int>() > 1;
+  CHECK(h100_needs_more);  // 70B with mixed-precision AdamW needs ~1.1 TB of states alone
+  r = run({"infer", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["fit"]["fits"] == true);  // 16 GB of bf16 weights + 1K context on 24 GB
+}
+
 TEST_CASE("cli: models lists the presets", "[cli]") {
   const auto r = run({"models", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

@@ -1,0 +1,116 @@
+// Accelerators and cloud offerings as value types, and the fit of a per-GPU memory estimate on a device.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "units.h"
+
+namespace gpuplan {
+
+// Dense peak rates in FLOP/s (2:4-sparse headline figures are halved in the catalog); nullopt where the device
+// has no such path.
+struct PeakFlops {
+  std::optional<double> fp64, fp32, tf32, bf16, fp16, fp8, int8, fp4;
+};
+
+struct Device {
+  std::string id;
+  std::vector<std::string> aliases;
+  std::string vendor;
+  std::string name;
+  std::string segment;
+  std::string unit;                       // "per GPU", "per chip", ...
+  Bytes memory{0};                        // the vendor's capacity (decimal GB as marketed)
+  std::optional<Bytes> usable_memory;     // what the driver reports (nvidia-smi total), before the CUDA context
+  std::string memory_type;
+  ByteRate memory_bandwidth{0};
+  PeakFlops peak;                         // with fp32 accumulate on GeForce
+  PeakFlops fp16_accumulate;              // GeForce fp16-accumulate rates, a separate (faster) path
+  std::optional<double> tdp_watts;
+  std::string interconnect;
+  std::optional<ByteRate> interconnect_bandwidth;  // per GPU, bidirectional (NVIDIA convention)
+  std::optional<int> pcie_gen;
+  std::string form_factor;
+  std::optional<int> launch_year;
+  std::optional<double> price_usd;
+  std::string price_note;
+  std::string source;
+  std::string verification;
+  std::string notes;
+  std::string origin;  // catalog file the entry came from
+
+  // What a process can use: the driver's total when known, else the vendor capacity.
+  Bytes capacity() const { return usable_memory ? *usable_memory : memory; }
+};
+
+struct Offering {
+  std::string provider;
+  std::string instance;
+  std::string accelerator;  // Device id
+  int count = 1;
+  std::optional<UsdPerHour> on_demand;  // per instance
+  std::optional<UsdPerHour> spot;       // only where the provider publishes one
+  std::string region;
+  std::string as_of;
+  std::string source;
+  std::string status;
+  std::string origin;
+  std::optional<UsdPerHour> per_accelerator_on_demand() const {
+    if (!on_demand) return std::nullopt;
+    return UsdPerHour(on_demand->in(unit::usd_per_hour) / count);
+  }
+};
+
+struct FitVerdict {
+  std::string device;
+  Bytes capacity{0};
+  Bytes required{0};
+  bool fits = false;
+  Bytes headroom{0};      // capacity − required (negative when it does not fit)
+  double used_fraction = 0;
+};
+
+inline FitVerdict fit_on(const Device& d, Bytes required) {
+  FitVerdict v;
+  v.device = d.id;
+  v.capacity = d.capacity();
+  v.required = required;
+  v.headroom = v.capacity - required;
+  v.fits = required <= v.capacity;
+  v.used_fraction = required / v.capacity;
+  return v;
+}
+
+struct FitRow {
+  const Device* device = nullptr;
+  FitVerdict single;                    // the workload as estimated
+  std::optional<std::int64_t> gpus_needed;  // smallest power of two ≤ max_gpus whose per-GPU estimate fits
+};
+
+// Per-device fit of a workload; `per_gpu(n)` gives the per-GPU requirement when spread over n GPUs (the caller
+// says how: ZeRO-3 for training, an even tensor-parallel split for serving). Requirements for each n are
+// computed once, not per device.
+template <class PerGpu>
+std::vector<FitRow> fit_table(const std::vector<Device>& devices, Bytes required, PerGpu per_gpu,
+                              std::int64_t max_gpus = 1024) {
+  std::vector<std::pair<std::int64_t, Bytes>> by_n;
+  for (std::int64_t n = 1; n <= max_gpus; n *= 2) by_n.emplace_back(n, n == 1 ? required : per_gpu(n));
+  std::vector<FitRow> rows;
+  for (const auto& d : devices) {
+    FitRow r;
+    r.device = &d;
+    r.single = fit_on(d, required);
+    for (const auto& [n, need] : by_n)
+      if (need <= d.capacity()) {
+        r.gpus_needed = n;
+        break;
+      }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace gpuplan

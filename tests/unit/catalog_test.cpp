@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+#include <gpuplan/catalog.h>
+
+using namespace gpuplan;
+
+static const std::string data = GPUPLAN_TEST_DATA;
+
+TEST_CASE("builtin_catalog: covers the accelerators users rent or buy", "[catalog]") {
+  const Catalog& c = builtin_catalog();
+  for (const char* id : {"rtx-3090", "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "rtx-pro-6000-bw",
+                         "v100-sxm2-16gb", "v100-sxm2-32gb", "t4", "a10", "a10g", "l4", "l40s", "a100-40gb-sxm",
+                         "a100-40gb-pcie", "a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h100-nvl",
+                         "h200-sxm", "h20", "b200", "b300", "gb200-per-gpu", "mi250x", "mi300x", "mi325x", "mi355x",
+                         "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trainium1", "trainium2", "inferentia2",
+                         "gaudi2", "gaudi3"}) {
+    INFO(id);
+    CHECK(c.find(id) != nullptr);
+  }
+  for (const char* p : {"aws", "gcp", "azure", "lambda", "coreweave", "runpod", "vast.ai"}) {
+    INFO(p);
+    CHECK(std::any_of(c.offerings.begin(), c.offerings.end(), [&](const Offering& f) { return f.provider == p; }));
+  }
+}
+
+TEST_CASE("builtin_catalog: every entry has a source and sane numbers", "[catalog]") {
+  for (const auto& d : builtin_catalog().devices) {
+    INFO(d.id);
+    CHECK(!d.source.empty());
+    CHECK(d.memory_bandwidth.in(unit::bytes_per_s) > 1e10);
+    CHECK(d.memory.in(unit::bytes) >= 8e9);
+    if (d.usable_memory) CHECK(d.usable_memory->in(unit::bytes) <= d.memory.in(unit::bytes) * 1.074);  // GiB vs GB
+    // Dense figures: 16-bit tensor rates at least the fp32 rate, fp8 at least 16-bit, and no device above 10 PFLOP/s
+    // dense bf16 (the largest, GB200, is 2.5 PFLOP/s; a 2:4-sparse headline would be double).
+    if (d.peak.bf16 && d.peak.fp32) CHECK(*d.peak.bf16 >= *d.peak.fp32);
+    if (d.peak.fp8 && d.peak.bf16) CHECK(*d.peak.fp8 >= *d.peak.bf16 * 0.99);
+    if (d.peak.bf16) CHECK(*d.peak.bf16 < 3e15);
+    if (d.fp16_accumulate.fp16) CHECK(*d.fp16_accumulate.fp16 >= *d.peak.fp16);
+  }
+  for (const auto& f : builtin_catalog().offerings) {
+    INFO(f.provider << " " << f.instance);
+    CHECK(!f.source.empty());
+    CHECK(!f.as_of.empty());
+    CHECK(f.count >= 1);
+    if (f.on_demand) CHECK(f.per_accelerator_on_demand()->in(unit::usd_per_hour) < 50);
+  }
+}
+
+TEST_CASE("builtin_catalog: reference figures", "[catalog]") {
+  const Catalog& c = builtin_catalog();
+  // H100 SXM: 989.4 TFLOP/s dense bf16 (datasheet prints 1,979 with sparsity), 3.35 TB/s, 81,559 MiB usable.
+  const Device& h100 = c.get("H100");  // alias, case-insensitive
+  CHECK(h100.id == "h100-sxm");
+  CHECK(*h100.peak.bf16 == Approx(989.4e12));
+  CHECK(h100.memory_bandwidth.in(unit::bytes_per_s) == Approx(3.35e12));
+  CHECK(h100.usable_memory->in(unit::bytes) / 1048576.0 == Approx(81559).epsilon(0.001));
+  // RTX 4090: 165.2 TFLOP/s bf16 with fp32 accumulate, 330.3 with fp16 accumulate (Ada whitepaper v2.02).
+  const Device& g = c.get("4090");
+  CHECK(*g.peak.bf16 == Approx(165.2e12));
+  CHECK(*g.fp16_accumulate.fp16 == Approx(330.3e12));
+  CHECK_THROWS_AS(c.get("h900"), InputError);
+}
+
+TEST_CASE("load_catalog: user files override and extend", "[catalog]") {
+  const Catalog c = load_catalog({data + "/catalogs/override.json"});
+  CHECK(c.get("h100").name == "H100 with a custom driver limit");  // aliases of the replaced entry are the new one's
+  CHECK(c.get("h100-sxm").capacity().in(unit::bytes) == 70e9);
+  CHECK(c.get("asic").id == "my-asic");
+  CHECK(c.devices.size() == builtin_catalog().devices.size() + 1);
+  CHECK(std::any_of(c.offerings.begin(), c.offerings.end(), [](const Offering& f) { return f.provider == "acme-cloud"; }));
+}
+
+TEST_CASE("load_catalog: errors name the file, the JSON pointer and the problem", "[catalog]") {
+  CHECK_THROWS_WITH(load_catalog({data + "/catalogs/invalid.json"}),
+                    Catch::Contains("invalid.json: /devices/0/memory_bytes: expected a positive number") &&
+                        Catch::Contains("/devices/0/peak_flops/fp9") && Catch::Contains("/devices/1/id"));
+  CHECK_THROWS_WITH(load_catalog({data + "/catalogs/bad_offering.json"}), Catch::Contains("unknown accelerator \"nope\""));
+  CHECK_THROWS_AS(load_catalog({data + "/catalogs/none.json"}), DataError);
+  CHECK_THROWS_AS(load_catalog({data + "/configs/malformed.json"}), DataError);
+}
+
+TEST_CASE("fit_on and fit_table", "[hardware]") {
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  const FitVerdict v = fit_on(h100, gib(70));
+  CHECK(v.fits);
+  CHECK(v.headroom.in(unit::bytes) == Approx(81559.0 * 1048576 - 70.0 * 1073741824));
+  CHECK_FALSE(fit_on(h100, gib(80)).fits);
+  // 300 GiB that halves with every doubling: 4 × H100 (75 GiB each) fit, 2 do not.
+  const auto rows = fit_table(std::vector<Device>{h100}, gib(300), [](std::int64_t n) { return gib(300.0 / double(n)); });
+  CHECK_FALSE(rows[0].single.fits);
+  CHECK(rows[0].gpus_needed == 4);
+}

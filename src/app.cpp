@@ -58,11 +58,13 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   ModelsOptions models;
   HardwareOptions hardware;
   PricesOptions prices;
+  ScaleOptions scale;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
   setup_hardware(app, hardware);
   setup_prices(app, prices);
+  setup_scale(app, scale);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -77,6 +79,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("models")) return run_models(models, out);
     if (app.got_subcommand("hardware")) return run_hardware(hardware, out);
     if (app.got_subcommand("prices")) return run_prices(prices, out);
+    if (app.got_subcommand("scale")) return run_scale(scale, out);
   } catch (const InputError& e) {
     err << "gpuplan: " << e.what() << "\n";
     return ExitCode::usage;

@@ -27,8 +27,24 @@ struct FitOptions {
 };
 void add_fit_options(CLI::App& cmd, FitOptions& o);
 
+// Tokens, time, cost and energy of a training run (train).
+struct RunOptions {
+  std::string tokens;
+  double epochs = 0;
+  std::string dataset_tokens;
+  double mfu = 0;
+  std::int64_t nodes = 1;
+  std::string provider;
+  bool spot = false;
+  double price_per_gpu_hour = 0;
+  double power_utilization = 1.0;
+  double pue = 1.2;
+  double grid_intensity = -1;
+};
+
 struct TrainOptions {
   ModelOptions model;
+  RunOptions run;
   TrainingWorkload workload;
   std::string precision = "bf16";
   std::string optimizer = "adamw";
@@ -69,6 +85,19 @@ struct PricesOptions {
   std::vector<std::string> catalogs;
 };
 
+struct ScaleOptions {
+  std::string compute;
+  std::string budget;
+  double gpu_hours = 0;
+  std::string gpu;
+  std::string precision = "bf16";
+  double mfu = 0;
+  std::string provider;
+  std::string approach = "epoch-2024";
+  std::vector<std::string> catalogs;
+  std::string format = "table";
+};
+
 struct ModelsOptions {
   std::string format = "table";
 };
@@ -81,6 +110,8 @@ void setup_train(CLI::App& app, TrainOptions& o);
 void setup_infer(CLI::App& app, InferOptions& o);
 void setup_models(CLI::App& app, ModelsOptions& o);
 void setup_hardware(CLI::App& app, HardwareOptions& o);
+void setup_scale(CLI::App& app, ScaleOptions& o);
+ExitCode run_scale(const ScaleOptions& o, std::ostream& out);
 void setup_prices(CLI::App& app, PricesOptions& o);
 ExitCode run_hardware(const HardwareOptions& o, std::ostream& out);
 ExitCode run_prices(const PricesOptions& o, std::ostream& out);

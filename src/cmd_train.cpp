@@ -29,12 +29,126 @@ void setup_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--lora-rank", w.lora.rank, "LoRA rank (PEFT; adapters in fp32)");
   cmd->add_option("--lora-targets", o.lora_targets, "Comma-separated target modules (default q_proj,v_proj), or all-linear");
   cmd->add_flag("--qlora", w.lora.qlora, "Base weights in NF4 with double quantization (needs --lora-rank)");
-  cmd->add_option("--gpus", w.gpus, "Data-parallel GPUs (default 1)");
+  cmd->add_option("--gpus", w.gpus, "GPUs per node, data parallel (default 1)");
+  cmd->add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes");
   cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across --gpus (0 = DDP)");
   add_fit_options(*cmd, o.fit);
   cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
   cmd->add_option("--format", o.format, "table (default) | json");
+  auto& r = o.run;
+  cmd->add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
+  cmd->add_option("--epochs", r.epochs, "Epochs over --dataset-tokens (instead of --tokens)");
+  cmd->add_option("--dataset-tokens", r.dataset_tokens, "Dataset size in tokens, with --epochs");
+  cmd->add_option("--mfu", r.mfu, "Model FLOPs utilisation for time (default by device class, printed)");
+  cmd->add_option("--provider", r.provider, "Price the run on this provider's offerings only");
+  cmd->add_flag("--spot", r.spot, "Use published spot/preemptible prices");
+  cmd->add_option("--price-per-gpu-hour", r.price_per_gpu_hour, "Your own price in USD per GPU-hour");
+  cmd->add_option("--power-utilization", r.power_utilization, "Average power draw as a share of TDP (default 1.0)");
+  cmd->add_option("--pue", r.pue, "Data-centre power usage effectiveness (default 1.2)");
+  cmd->add_option("--grid-intensity", r.grid_intensity, "Grid CO2 intensity in kg/kWh (for CO2)");
 }
+
+namespace {
+
+// Tokens, FLOPs, and with a device: time, cost, energy.
+void add_run_report(nlohmann::json& report, const ModelSpec& spec, const TrainingWorkload& w, const RunOptions& r,
+                    const Catalog& cat, const Device* device) {
+  if (!r.tokens.empty() && (r.epochs > 0 || !r.dataset_tokens.empty()))
+    throw InputError("--tokens excludes --epochs/--dataset-tokens");
+  if ((r.epochs > 0) != !r.dataset_tokens.empty()) throw InputError("--epochs and --dataset-tokens go together");
+  if (r.epochs < 0 || r.epochs > 1e6) throw InputError("--epochs must be between 0 and 1e6");
+  Tokens tokens(0);
+  std::string basis;
+  const ParamCounts counts = count_params(spec);
+  if (!r.tokens.empty()) {
+    tokens = parse_tokens(r.tokens);
+    basis = "--tokens";
+  } else if (r.epochs > 0) {
+    tokens = Tokens(static_cast<std::int64_t>(std::llround(r.epochs * double(parse_tokens(r.dataset_tokens).in(unit::tokens)))));
+    basis = "--epochs × --dataset-tokens";
+  } else {
+    tokens = Tokens(static_cast<std::int64_t>(chinchilla_tokens_per_param * double(counts.active.in(unit::params))));
+    basis = "default: 20 tokens per active parameter, compute-optimal (Hoffmann et al. 2022)";
+  }
+  const TrainingFlops f = training_flops(spec, tokens, w.seq, w.recompute);
+  report["compute"] = {{"tokens", tokens.in(unit::tokens)},
+                       {"tokens_basis", basis},
+                       {"flops", f.model.in(unit::flop)},
+                       {"hardware_flops", f.hardware.in(unit::flop)},
+                       {"flops_per_token", f.flops_per_token},
+                       {"matmul_params", f.matmul_params.in(unit::params)},
+                       {"formula", "6·N + 12·L·H·Q·T per token (PaLM appendix B); hardware adds recomputation"}};
+  report["time"] = nullptr;
+  report["cost"] = nullptr;
+  report["energy"] = nullptr;
+  if (!device) {
+    report["assumptions"].push_back("time, cost and energy need --gpu (and --gpus/--nodes)");
+    return;
+  }
+  const ComputeFormat format = compute_format(w.precision);
+  const auto peak = peak_for(*device, format);
+  if (!peak)
+    throw InputError("--gpu " + device->id + " has no peak rate for --precision " +
+                     std::string(spell<Precision>(precision_names, w.precision)));
+  const MfuDefault def = default_mfu(*device, format);
+  const double mfu = r.mfu > 0 ? r.mfu : def.mfu;
+  const std::int64_t gpus = w.gpus;  // already gpus × nodes
+  const TrainingTime t = training_time(f.model, gpus, std::max<std::int64_t>(1, gpus / r.nodes), FlopRate(*peak), mfu);
+  report["time"] = {{"seconds", t.wall.in(unit::seconds)},
+                    {"days", t.wall.in(unit::seconds) / 86400.0},
+                    {"gpu_hours", t.gpu_hours},
+                    {"node_hours", t.node_hours},
+                    {"gpus", gpus},
+                    {"gpu", device->id},
+                    {"peak_flops_per_gpu", *peak},
+                    {"mfu", mfu},
+                    {"mfu_basis", r.mfu > 0 ? std::string("--mfu") : def.basis}};
+  // Cost: the user's price, else the cheapest matching offering; every alternative is listed.
+  nlohmann::json alternatives = nlohmann::json::array();
+  const auto priced = price_run(cat, *device, t.gpu_hours, r.spot, r.provider);
+  for (const auto& p : priced)
+    alternatives.push_back({{"provider", p.offering->provider},
+                            {"instance", p.offering->instance},
+                            {"usd_per_gpu_hour", p.per_gpu_hour.in(unit::usd_per_hour)},
+                            {"usd", p.total.in(unit::usd)},
+                            {"spot", p.spot},
+                            {"as_of", p.offering->as_of}});
+  if (r.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
+  if (r.price_per_gpu_hour > 0) {
+    const Usd usd = Seconds(t.gpu_hours * 3600.0) * UsdPerHour(r.price_per_gpu_hour);
+    report["cost"] = {{"usd", usd.in(unit::usd)},
+                      {"usd_per_gpu_hour", r.price_per_gpu_hour},
+                      {"price_basis", "--price-per-gpu-hour"},
+                      {"alternatives", alternatives}};
+  } else if (!priced.empty()) {
+    const auto& best = priced.front();
+    report["cost"] = {{"usd", best.total.in(unit::usd)},
+                      {"usd_per_gpu_hour", best.per_gpu_hour.in(unit::usd_per_hour)},
+                      {"price_basis", best.offering->provider + " " + best.offering->instance +
+                                          (r.spot ? " (spot)" : " (on-demand)") + ", as of " + best.offering->as_of},
+                      {"alternatives", alternatives}};
+  } else {
+    report["assumptions"].push_back("no " + std::string(r.spot ? "spot" : "on-demand") + " price in the catalog for " +
+                                    device->id + (r.provider.empty() ? "" : " at " + r.provider) +
+                                    ": pass --price-per-gpu-hour for cost");
+  }
+  if (device->tdp_watts) {
+    EnergyAssumptions ea;
+    ea.power_utilization = r.power_utilization;
+    ea.pue = r.pue;
+    if (r.grid_intensity >= 0) ea.grid_kg_per_kwh = r.grid_intensity;
+    const Energy e = run_energy(t.gpu_hours, *device->tdp_watts, ea);
+    report["energy"] = {{"kwh", e.kwh},
+                        {"co2_kg", e.co2_kg ? nlohmann::json(*e.co2_kg) : nlohmann::json(nullptr)},
+                        {"tdp_watts", *device->tdp_watts},
+                        {"power_utilization", ea.power_utilization},
+                        {"pue", ea.pue}};
+  } else {
+    report["assumptions"].push_back("no TDP in the catalog for " + device->id + ": energy not computed");
+  }
+}
+
+}  // namespace
 
 ExitCode run_train(const TrainOptions& o, std::ostream& out) {
   const Format format = parse_format(o.format);
@@ -55,12 +169,17 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out) {
   } else if (w.lora.rank > 0) {
     w.lora.targets = {"q_proj", "v_proj"};  // PEFT's default for Llama-family models
   }
+  if (o.run.nodes < 1 || o.run.nodes > 100'000) throw InputError("--nodes must be between 1 and 100,000");
+  if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
+  w.gpus *= o.run.nodes;
   const ModelSpec spec = resolve_model(o.model);
   const TrainingEstimate est = estimate_training_memory(spec, w);
   nlohmann::json report = training_json(spec, w, est);
   const Catalog cat = load_catalog(o.fit.catalogs);
-  if (!o.fit.gpu.empty()) {
-    report["fit"] = fit_json(fit_on(cat.get(o.fit.gpu), est.memory.total), w.gpus);
+  const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
+  add_run_report(report, spec, w, o.run, cat, device);
+  if (device) {
+    report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
   } else {
     // How many GPUs of each kind: the same workload data-parallel over n GPUs with ZeRO-3 (FSDP full shard),
     // or with the stage the user chose.

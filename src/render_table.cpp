@@ -70,6 +70,34 @@ void fit_lines(const json& r, std::ostream& out) {
   }
 }
 
+void run_lines(const json& r, std::ostream& out) {
+  if (!r.contains("compute")) return;
+  const json& c = r["compute"];
+  fmt::print(out, "\nCompute    {:.3g} FLOPs ({:.3g} on the hardware) for {} tokens ({})\n", c["flops"].get<double>(),
+             c["hardware_flops"].get<double>(), short_count(c["tokens"].get<double>()), c["tokens_basis"].get<std::string>());
+  if (r["time"].is_null()) return;
+  const json& t = r["time"];
+  fmt::print(out, "Time       {:.1f} days on {} × {} at {:.0f}% MFU; {} GPU-hours\n           (MFU: {})\n",
+             t["days"].get<double>(), t["gpus"].get<std::int64_t>(), t["gpu"].get<std::string>(), 100 * t["mfu"].get<double>(),
+             grouped(static_cast<std::int64_t>(t["gpu_hours"].get<double>())), t["mfu_basis"].get<std::string>());
+  if (!r["cost"].is_null()) {
+    const json& k = r["cost"];
+    fmt::print(out, "Cost       ${} at ${:.2f}/GPU-hour ({})\n", grouped(static_cast<std::int64_t>(k["usd"].get<double>())),
+               k["usd_per_gpu_hour"].get<double>(), k["price_basis"].get<std::string>());
+    const auto& alt = k["alternatives"];
+    if (alt.size() > 1)
+      fmt::print(out, "           {} offerings: ${} ({}) to ${} ({})\n", alt.size(),
+                 grouped(static_cast<std::int64_t>(alt.front()["usd"].get<double>())), alt.front()["provider"].get<std::string>(),
+                 grouped(static_cast<std::int64_t>(alt.back()["usd"].get<double>())), alt.back()["provider"].get<std::string>());
+  }
+  if (!r["energy"].is_null()) {
+    const json& e = r["energy"];
+    fmt::print(out, "Energy     {} kWh (TDP {:.0f} W × {:.2f} × PUE {:.2f}){}\n", grouped(static_cast<std::int64_t>(e["kwh"].get<double>())),
+               e["tdp_watts"].get<double>(), e["power_utilization"].get<double>(), e["pue"].get<double>(),
+               e["co2_kg"].is_null() ? std::string() : fmt::format(", {:.1f} t CO2", e["co2_kg"].get<double>() / 1000));
+  }
+}
+
 void assumptions(const json& r, std::ostream& out) {
   if (r["assumptions"].empty()) return;
   fmt::print(out, "\nAssumptions:\n");
@@ -90,6 +118,7 @@ void render_train_table(const json& r, std::ostream& out) {
                w["lora"]["qlora"].get<bool>() ? " (QLoRA, NF4 base)" : "", grouped(r["trainable_params"].get<std::int64_t>()));
   memory_table(r["memory"], out);
   fit_lines(r, out);
+  run_lines(r, out);
   assumptions(r, out);
 }
 

@@ -1,6 +1,8 @@
 // Umbrella header: every public header of the library.
 #pragma once
 #include "catalog.h"
+#include "compute.h"
+#include "cost.h"
 #include "dtype.h"
 #include "enum_table.h"
 #include "error.h"

@@ -83,6 +83,21 @@ inline Tokens parse_tokens(std::string_view text) {
   return Tokens(static_cast<std::int64_t>(std::llround(v)));
 }
 
+// "1e24", "3.14e23" FLOPs (K/M/B/T suffixes allowed).
+inline Flops parse_flops(std::string_view text) {
+  const double v = detail::parse_count(text, "FLOPs");
+  if (v > 1e35) throw InputError("\"" + std::string(text) + "\": more than 1e35 FLOPs is not supported");
+  return Flops(v);
+}
+
+// "$250K", "1.5M", "40000" US dollars.
+inline Usd parse_usd(std::string_view text) {
+  if (!text.empty() && text.front() == '$') text.remove_prefix(1);
+  const double v = detail::parse_count(text, "US dollars");
+  if (v > 1e15) throw InputError("\"" + std::string(text) + "\": more than $1e15 is not supported");
+  return Usd(v);
+}
+
 // "80GB" = 80e9 bytes, "80GiB" = 80·2^30; bare numbers are bytes. Suffixes: B, KB/KiB, MB/MiB, GB/GiB, TB/TiB.
 inline Bytes parse_bytes(std::string_view text) {
   std::size_t used = 0;

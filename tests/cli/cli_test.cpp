@@ -143,6 +143,48 @@ TEST_CASE("cli: prices and fit verdicts", "[cli][catalog]") {
   CHECK(nlohmann::json::parse(r.out)["fit"]["fits"] == true);  // 16 GB of bf16 weights + 1K context on 24 GB
 }
 
+TEST_CASE("cli: train with --gpu reports compute, time, cost and energy", "[cli][compute]") {
+  auto r = run({"train", "--model", "llama-2-7b", "--tokens", "2T", "--gpu", "a100-80gb", "--gpus", "8", "--nodes", "4",
+                "--zero", "3", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["compute"]["tokens"] == 2'000'000'000'000);
+  CHECK(j["compute"]["flops"].get<double>() > 8e22);
+  CHECK(j["time"]["gpus"] == 32);
+  CHECK(j["time"]["gpu_hours"].get<double>() == Approx(j["time"]["seconds"].get<double>() * 32 / 3600));
+  CHECK(j["cost"]["usd"].get<double>() == Approx(j["time"]["gpu_hours"].get<double>() * j["cost"]["usd_per_gpu_hour"].get<double>()));
+  CHECK(j["energy"]["kwh"].get<double>() == Approx(j["time"]["gpu_hours"].get<double>() * 400 * 1.2 / 1000));
+  // Without --tokens the default is stated; without --gpu there is no time.
+  r = run({"train", "--model", "llama-3.2-1b", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["compute"]["tokens"] == 20LL * 1'235'814'400);
+  CHECK_THAT(j["compute"]["tokens_basis"].get<std::string>(), Catch::Contains("default"));
+  CHECK(j["time"].is_null());
+  r = run({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--price-per-gpu-hour", "2", "--mfu", "0.5", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["time"]["mfu"] == 0.5);
+  CHECK(j["cost"]["usd_per_gpu_hour"] == 2.0);
+  CHECK(run({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--mfu", "2"}).code == ExitCode::usage);
+  CHECK(run({"train", "--model", "llama-3.2-1b", "--tokens", "1T", "--epochs", "2"}).code == ExitCode::usage);
+}
+
+TEST_CASE("cli: scale", "[cli][compute]") {
+  auto r = run({"scale", "--compute", "5.76e23", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"params", "tokens", "loss"}) CHECK(j["optimal"][k].is_number());
+  for (const char* a : {"chinchilla-1", "chinchilla-2", "chinchilla-3", "epoch-2024"}) CHECK(j["approaches"].contains(a));
+  CHECK(j["approaches"]["chinchilla-1"]["params"] == 67'000'000'000);
+  r = run({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "aws", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  // $1M at $6.88/GPU-h = 145,349 H100-hours × 989.4 TFLOP/s × 40 % MFU.
+  CHECK(j["budget"]["flops"].get<double>() == Approx(1e6 / 6.88 * 3600 * 989.4e12 * 0.40).epsilon(1e-6));
+  CHECK(run({"scale"}).code == ExitCode::usage);
+  CHECK(run({"scale", "--budget", "1M"}).code == ExitCode::usage);
+  CHECK(run({"scale", "--compute", "-5"}).code == ExitCode::usage);
+}
+
 TEST_CASE("cli: models lists the presets", "[cli]") {
   const auto r = run({"models", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

@@ -1,0 +1,94 @@
+#include <catch2/catch.hpp>
+#include <gpuplan/catalog.h>
+#include <gpuplan/compute.h>
+#include <gpuplan/cost.h>
+#include <gpuplan/model_presets.h>
+
+using namespace gpuplan;
+
+TEST_CASE("dense_training_flops: published budgets", "[compute]") {
+  // GPT-3 175B on 300B tokens: 3.14e23 FLOPs (Brown et al. 2020); Chinchilla 70B on 1.4T tokens: 5.76e23
+  // (Hoffmann et al. 2022; 6·N·D with N = 70B gives 5.88e23, 2 % above the paper's count).
+  CHECK(dense_training_flops(Params(175'000'000'000), Tokens(300'000'000'000)).in(unit::flop) == Approx(3.14e23).epsilon(0.005));
+  CHECK(dense_training_flops(Params(70'000'000'000), Tokens(1'400'000'000'000)).in(unit::flop) == Approx(5.76e23).epsilon(0.025));
+}
+
+TEST_CASE("training_flops: attention term, MoE active parameters, recomputation", "[compute]") {
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  const Tokens d(1'000'000);
+  const auto f = training_flops(m, d, 8192, Recompute::none);
+  // N: 8,030,261,248 − input embedding 128256·4096 = 7,504,924,672; attention 12·32·32·128·8192 per token.
+  CHECK(f.matmul_params.in(unit::params) == 7'504'924'672);
+  CHECK(f.flops_per_token == Approx(6.0 * 7'504'924'672 + 12.0 * 32 * 32 * 128 * 8192));
+  // Full recomputation re-runs the forward: +2N + 4·L·H·Q·T per token on the hardware, model FLOPs unchanged.
+  const auto r = training_flops(m, d, 8192, Recompute::full);
+  CHECK(r.model.in(unit::flop) == f.model.in(unit::flop));
+  CHECK(r.hardware.in(unit::flop) / 1e6 == Approx(f.flops_per_token + 2.0 * 7'504'924'672 + 4.0 * 32 * 32 * 128 * 8192));
+  // Mixtral 8x7B: 2 of 8 experts per token, so about 12.9B active parameters multiply, not 46.7B.
+  const auto mx = training_flops(find_preset("mixtral-8x7b").spec, d, 128, Recompute::none);
+  CHECK(mx.matmul_params.in(unit::params) == 12'879'925'248 - 32000LL * 4096);
+}
+
+TEST_CASE("compute_optimal: the Chinchilla paper's table (approach 1)", "[compute]") {
+  // Hoffmann et al. 2022 Table 3: 1B ↔ 1.21e20 FLOPs, 20.2B tokens; 10B ↔ 1.23e22, 205.1B; 175B ↔ 3.85e24,
+  // 3.7T; 1T ↔ 1.27e26, 21.2T.
+  const ScalingApproach& a1 = scaling_approaches().front();
+  struct Row { double c, n, d; };
+  for (const Row& r : {Row{1.21e20, 1e9, 20.2e9}, Row{1.23e22, 10e9, 205.1e9}, Row{3.85e24, 175e9, 3.7e12}, Row{1.27e26, 1e12, 21.2e12}}) {
+    const auto p = compute_optimal(a1, Flops(r.c));
+    CHECK(double(p.params.in(unit::params)) == Approx(r.n).epsilon(0.04));
+    CHECK(double(p.tokens.in(unit::tokens)) == Approx(r.d).epsilon(0.04));
+  }
+}
+
+TEST_CASE("compute_optimal: parametric fits and their loss", "[compute]") {
+  // Closed form of Hoffmann et al. eq. 4 with their constants: G = (αA/βB)^(1/(α+β)) = 1.3452…,
+  // N = G·(C/6)^(β/(α+β)); at C = 5.76e23 that is 32.2B (the paper's rounded constants, not its reported 40B).
+  const auto p = compute_optimal(scaling_approaches()[2], Flops(5.76e23));
+  const double g = std::pow(0.34 * 406.4 / (0.28 * 410.7), 1.0 / 0.62);
+  CHECK(double(p.params.in(unit::params)) == Approx(g * std::pow(5.76e23 / 6, 0.28 / 0.62)));
+  // L(70B, 1.4T) with the Chinchilla constants: 1.69 + 406.4/70e9^0.34 + 410.7/1.4e12^0.28 = 1.937.
+  CHECK(chinchilla_fit.loss(70e9, 1.4e12) == Approx(1.69 + 406.4 / std::pow(70e9, 0.34) + 410.7 / std::pow(1.4e12, 0.28)));
+  CHECK(chinchilla_fit.loss(70e9, 1.4e12) == Approx(1.937).epsilon(0.001));
+  // Epoch's fit gives about 20 tokens per parameter at large budgets (Besiroglu et al. 2024).
+  const auto e = compute_optimal(scaling_approaches()[3], Flops(1e24));
+  CHECK(e.tokens_per_param == Approx(20).epsilon(0.15));
+  CHECK_THROWS_AS(compute_optimal(scaling_approaches()[0], Flops(-1)), InputError);
+}
+
+TEST_CASE("training_time: Llama 2 7B's 184,320 A100-hours imply 44.5 % MFU", "[compute]") {
+  // Meta's model card: Llama 2 7B, 2T tokens, 184,320 A100-80GB GPU-hours. Per token: 6·(6,738,415,616 −
+  // 131,072,000 embedding) + 12·32·32·128·4096 (its 4096-token context) = 46,086,512,640 FLOPs; × 2e12 tokens
+  // / (184,320 h · 3600 s · 312e12 FLOP/s dense bf16) = 0.4452 MFU (plain 6·N·D would say 39 %).
+  const ModelSpec& m = find_preset("llama-2-7b").spec;
+  const auto f = training_flops(m, Tokens(2'000'000'000'000), 4096, Recompute::none);
+  const double implied = f.model.in(unit::flop) / (184320.0 * 3600.0 * 312e12);
+  CHECK(implied == Approx(0.4452).epsilon(0.001));
+  // And at that MFU the time model gives back the published hours.
+  const auto t = training_time(f.model, 2048, 8, FlopRate(312e12), implied);
+  CHECK(t.gpu_hours == Approx(184320.0));
+  CHECK(t.node_hours == Approx(184320.0 / 8));
+  CHECK(t.wall.in(unit::seconds) == Approx(184320.0 * 3600 / 2048));
+  CHECK_THROWS_AS(training_time(f.model, 8, 8, FlopRate(312e12), 1.5), InputError);
+}
+
+TEST_CASE("run_energy and price_run", "[cost]") {
+  // 1000 GPU-hours at 700 W × 1.0 × PUE 1.2 = 840 kWh; at 0.4 kg/kWh 336 kg CO2.
+  EnergyAssumptions a;
+  a.grid_kg_per_kwh = 0.4;
+  const Energy e = run_energy(1000, 700, a);
+  CHECK(e.kwh == Approx(840));
+  CHECK(*e.co2_kg == Approx(336));
+  a.pue = 0.5;
+  CHECK_THROWS_AS(run_energy(1000, 700, a), InputError);
+  // Cheapest H100 offering first; p5.48xlarge $55.04 for 8 GPUs = $6.88/GPU-h.
+  const Catalog& cat = builtin_catalog();
+  const auto priced = price_run(cat, cat.get("h100-sxm"), 100.0, false);
+  REQUIRE(priced.size() >= 5);
+  for (std::size_t i = 1; i < priced.size(); ++i) CHECK(priced[i - 1].total <= priced[i].total);
+  const auto aws = price_run(cat, cat.get("h100-sxm"), 100.0, false, "aws");
+  CHECK(aws.front().per_gpu_hour.in(unit::usd_per_hour) == Approx(6.88));
+  CHECK(aws.front().total.in(unit::usd) == Approx(688.0));
+  // Spot only where published: none for H100 at AWS in the catalog.
+  CHECK(price_run(cat, cat.get("h100-sxm"), 100.0, true, "aws").empty());
+}

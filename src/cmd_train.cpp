@@ -190,9 +190,29 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out) {
       v.zero = stage;
       return estimate_training_memory(spec, v).memory.total;
     };
-    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu),
-                                         "smallest power-of-two data-parallel degree with ZeRO-" + std::to_string(stage) +
-                                             " whose per-GPU estimate fits in the device's usable memory");
+    const auto rows = fit_table(cat.devices, est.memory.total, per_gpu);
+    report["fit_table"] = fit_table_json(rows, "smallest power-of-two data-parallel degree with ZeRO-" +
+                                                   std::to_string(stage) +
+                                                   " whose per-GPU estimate fits in the device's usable memory");
+    // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, at
+    // the device's default MFU, priced at its cheapest on-demand offering.
+    const Flops flops(report["compute"]["flops"].get<double>());
+    nlohmann::json options = nlohmann::json::array();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      auto& row = report["fit_table"]["devices"][i];
+      const Device& d = *rows[i].device;
+      const auto peak = peak_for(d, compute_format(w.precision));
+      if (!rows[i].gpus_needed || !peak) continue;
+      const std::int64_t n = std::max(*rows[i].gpus_needed, w.gpus);
+      const TrainingTime t = training_time(flops, n, std::min<std::int64_t>(n, 8), FlopRate(*peak),
+                                          o.run.mfu > 0 ? o.run.mfu : default_mfu(d, compute_format(w.precision)).mfu);
+      row["run_gpus"] = n;
+      row["run_days"] = t.wall.in(unit::seconds) / 86400.0;
+      const auto priced = price_run(cat, d, t.gpu_hours, o.run.spot, o.run.provider);
+      row["run_usd"] = priced.empty() ? nlohmann::json(nullptr) : nlohmann::json(priced.front().total.in(unit::usd));
+      row["run_offering"] = priced.empty() ? nlohmann::json(nullptr)
+                                           : nlohmann::json(priced.front().offering->provider + " " + priced.front().offering->instance);
+    }
   }
   if (format == Format::json) render_json(report, out);
   else render_train_table(report, out);

@@ -1,5 +1,7 @@
 #include <ostream>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -67,6 +69,17 @@ void fit_lines(const json& r, std::ostream& out) {
     fmt::print(out, "\nFits on one: {}\n", one.empty() ? "none" : one);
     if (!more.empty()) fmt::print(out, "Needs more:  {}\n             ({})\n", more, r["fit_table"]["gpus_needed_means"].get<std::string>());
     if (!none.empty()) fmt::print(out, "Not within 1024 GPUs: {}\n", none);
+    std::vector<const json*> priced;
+    for (const auto& d : r["fit_table"]["devices"])
+      if (d.contains("run_usd") && !d["run_usd"].is_null()) priced.push_back(&d);
+    std::sort(priced.begin(), priced.end(), [](const json* a, const json* b) { return (*a)["run_usd"].get<double>() < (*b)["run_usd"].get<double>(); });
+    if (!priced.empty()) fmt::print(out, "Cheapest runs (default MFU, cheapest on-demand offering):\n");
+    for (std::size_t i = 0; i < priced.size() && i < 5; ++i) {
+      const json& d = *priced[i];
+      fmt::print(out, "  {:<16} ×{:<5} {:>8.1f} days  ${:>14}  {}\n", d["gpu"].get<std::string>(), d["run_gpus"].get<std::int64_t>(),
+                 d["run_days"].get<double>(), grouped(static_cast<std::int64_t>(d["run_usd"].get<double>())),
+                 d["run_offering"].get<std::string>());
+    }
   }
 }
 

@@ -139,6 +139,13 @@ TEST_CASE("cli: prices and fit verdicts", "[cli][catalog]") {
   for (const auto& d : j["fit_table"]["devices"])
     if (d["gpu"] == "h100-sxm") h100_needs_more = !d["fits"].get<bool>() && d["gpus_needed"].get<int>() > 1;
   CHECK(h100_needs_more);  // 70B with mixed-precision AdamW needs ~1.1 TB of states alone
+  // Devices that can hold the run carry its time and cheapest cost at that GPU count.
+  for (const auto& d : j["fit_table"]["devices"])
+    if (d["gpu"] == "h100-sxm") {
+      CHECK(d["run_gpus"] == d["gpus_needed"]);
+      CHECK(d["run_usd"].get<double>() > 0);
+      CHECK(d["run_days"].get<double>() > 0);
+    }
   r = run({"infer", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--format", "json"});
   CHECK(nlohmann::json::parse(r.out)["fit"]["fits"] == true);  // 16 GB of bf16 weights + 1K context on 24 GB
 }

@@ -76,6 +76,8 @@ def main():
             "- DDP: the 2-GPU DDP case is under-estimated by about 10 % of live memory; the mechanism is not found.",
             "- GPT-NeoX under autocast keeps two more 16-bit [tokens, h] tensors per layer than the model counts.",
             "- Other runtimes (vLLM, llama.cpp, DeepSpeed, Megatron) have their own profiles, not calibrated here.",
+            "- QLoRA is not measured: bitsandbytes is not installed on the measuring machine (no network there);",
+            "  its NF4 weights follow the format's layout (4.127 bits per weight), dequantisation buffers are not counted.",
             "- The CUDA context is the value measured after initialisation; kernels loaded later add ~0.15–0.25 GB.",
             ""]
     open(dest, "w").write("\n".join(out))

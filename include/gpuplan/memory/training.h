@@ -73,7 +73,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
     }
     return 0.0;
   };
-  auto visit = [&](const std::vector<ParamGroup>& groups, bool in_layer, std::int64_t layer) {
+  auto visit = [&](const std::vector<ParamGroup>& groups, bool in_layer) {
     for (const auto& g : groups) {
       const double numel = double(g.numel());
       largest_param = std::max(largest_param, double(g.out * g.in));
@@ -88,12 +88,11 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
         n_trainable += numel;
         state_elems += double(g.count) * optimizer_elements(double(g.out), double(g.in), double(g.out * g.in));
       }
-      (void)layer;
     }
   };
-  visit(inv.embedding, false, -1);
-  for (std::size_t l = 0; l < inv.per_layer.size(); ++l) visit(inv.per_layer[l], true, std::int64_t(l));
-  visit(inv.head, false, -1);
+  visit(inv.embedding, false);
+  for (const auto& layer : inv.per_layer) visit(layer, true);
+  visit(inv.head, false);
   if (lora) n_trainable = n_lora;
   est.shape.trainable = Params(static_cast<std::int64_t>(std::llround(n_trainable)));
 
@@ -111,9 +110,9 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   }
   const double adapter_bytes = lora ? n_lora * 4.0 : 0.0;
   const double grad_el = lora ? 4.0 : pr.grad;
-  double state_el = lora ? 4.0 : pr.state;
-  double master = lora ? 0.0 : pr.master;
-  double weights_bytes = base_weight_bytes + adapter_bytes;
+  const double state_el = lora ? 4.0 : pr.state;
+  const double master = lora ? 0.0 : pr.master;
+  const double weights_bytes = base_weight_bytes + adapter_bytes;
   double grads_bytes = n_trainable * grad_el;
   double states_bytes = state_elems * state_el + n_trainable * master;
   if (w.optimizer == Optimizer::adamw_8bit) {
@@ -133,7 +132,9 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       ddp_buckets = n_trainable * grad_el;
     }
   }
-  const double weights_sharded = (w.gpus > 1 && w.zero == 3 ) || (w.gpus > 1 && w.zero == 2 && pytorch) ? weights_bytes / N : weights_bytes;
+  // ZeRO-3 shards the parameters; under the pytorch profile stage 2 is FSDP2 shard_grad_op, which shards them at
+  // rest too (and keeps them gathered between forward and backward, below).
+  const double weights_sharded = (w.gpus > 1 && (w.zero == 3 || (w.zero == 2 && pytorch))) ? weights_bytes / N : weights_bytes;
   // FSDP2 keeps the unsharded parameters of the layer being computed and prefetches the next one
   // (reshard_after_forward=True); with reshard_after_forward=False (ZeRO-2 style) every layer stays gathered
   // between its forward and its backward.

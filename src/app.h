@@ -65,7 +65,17 @@ struct InferOptions {
   std::string profile = "pytorch";
   std::string format = "table";
   FitOptions fit;
-  std::int64_t gpus = 1;
+  std::string weights;
+  std::string kv_dtype;
+  std::int64_t context = 0;
+  std::int64_t gpu_layers = -1;
+  bool max_batch = false;
+  bool max_context = false;
+  double mem_efficiency = 0;
+  double compute_efficiency = 0;
+  double price_per_gpu_hour = 0;
+  std::string provider;
+  bool spot = false;
 };
 
 struct HardwareOptions {

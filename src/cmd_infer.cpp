@@ -1,28 +1,62 @@
-// gpuplan infer: options → estimate_inference_memory → report → renderer.
+// gpuplan infer: options → estimate_inference_memory (+ throughput, cost, solve modes) → report → renderer.
 #include "app.h"
 #include "render.h"
 
 namespace gpuplan::cli {
 
 void setup_infer(CLI::App& app, InferOptions& o) {
-  auto* cmd = app.add_subcommand("infer", "Per-GPU memory for serving: weights, KV cache, prefill working set");
+  auto* cmd = app.add_subcommand("infer", "Serving: weights by format, KV cache, engine overhead, throughput, $ per token");
   cmd->footer(
       "Examples:\n"
       "  gpuplan infer --model llama-3.1-8b --batch 8 --prompt-len 4096 --new-tokens 256\n"
+      "  gpuplan infer --model llama-3.1-70b --weights awq-int4 --kv-dtype fp8 --profile vllm --gpu h100 --tp 2\n"
+      "  gpuplan infer --model llama-3.1-8b --weights q4_k_m --profile llama.cpp --gpu rtx-4090 --max-context\n"
       "  gpuplan infer --config config.json --precision fp16 --format json");
   add_model_options(*cmd, o.model);
   auto& w = o.workload;
   cmd->add_option("--batch", w.batch, "Concurrent sequences (default 1)");
   cmd->add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
   cmd->add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
-  cmd->add_option("--precision", o.precision, "Weights and activations: bf16 (default) | fp16 | fp32");
+  cmd->add_option("--context", o.context, "KV tokens per sequence to plan for (default prompt + new tokens)");
+  cmd->add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
+  cmd->add_option("--weights,--quant", o.weights,
+                  "Weight format: fp32, bf16, fp16, fp8, int8, gptq-int4, awq-int4, nf4, nf4-dq, q8_0, q6_k, q5_k_m, "
+                  "q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, mxfp4, nvfp4 (default: --precision)");
+  cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
   cmd->add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
-  cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default, HF generate) | none");
+  cmd->add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | llama.cpp | none");
+  cmd->add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
+  cmd->add_option("--chunked-prefill", w.chunked_prefill, "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens)");
+  cmd->add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the GPU (default 0.90)");
+  cmd->add_option("--gpu-layers", o.gpu_layers, "llama.cpp -ngl: layers on the GPU (default all)");
+  auto* mb = cmd->add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
+  auto* mc = cmd->add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
+  mb->excludes(mc);
+  cmd->add_option("--mem-efficiency", o.mem_efficiency, "Share of peak bandwidth decode reaches (default 0.70)");
+  cmd->add_option("--compute-efficiency", o.compute_efficiency, "Share of peak FLOP/s prefill reaches (default 0.50)");
+  cmd->add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Your own price in USD per GPU-hour");
+  cmd->add_option("--provider", o.provider, "Price on this provider's offerings only");
+  cmd->add_flag("--spot", o.spot, "Use published spot prices");
   cmd->add_option("--format", o.format, "table (default) | json");
   add_fit_options(*cmd, o.fit);
-  cmd->add_option("--gpus", o.gpus, "GPUs the model is split over for the fit verdict (weights and KV cache split "
-                                    "evenly, as tensor parallelism does; default 1)");
 }
+
+namespace {
+
+// Largest value in [1, hi] for which fits(v) holds (fits is monotone), 0 when none.
+template <class F>
+std::int64_t largest(std::int64_t hi, F fits) {
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+}  // namespace
 
 ExitCode run_infer(const InferOptions& o, std::ostream& out) {
   const Format format = parse_format(o.format);
@@ -32,20 +66,106 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out) {
     throw InputError("infer --precision: expected bf16, fp16 or fp32");
   w.attention = parse_enum<Attention>(attention_names, o.attention, "attention");
   w.profile = parse_enum<Profile>(profile_names, o.profile, "profile");
+  if (!o.weights.empty()) w.weights = parse_enum<WeightFormat>(weight_format_names, o.weights, "weight format");
+  if (!o.kv_dtype.empty()) w.kv = parse_enum<KvDtype>(kv_dtype_names, o.kv_dtype, "KV dtype");
+  if (o.context < 0) throw InputError("--context must be positive");
+  if (o.context > 0) w.context = o.context;
+  if (o.gpu_layers >= 0) w.gpu_layers = o.gpu_layers;
+  if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
   const ModelSpec spec = resolve_model(o.model);
-  const InferenceEstimate est = estimate_inference_memory(spec, w);
-  if (o.gpus < 1 || o.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
-  nlohmann::json report = inference_json(spec, w, est);
   const Catalog cat = load_catalog(o.fit.catalogs);
-  // Over n GPUs: weights and KV cache split evenly (tensor parallelism), the rest on every GPU.
-  const auto& c = est.memory.components;
-  auto per_gpu = [&](std::int64_t n) { return est.memory.total - (c.weights + c.kv_cache) + (c.weights + c.kv_cache) / double(n); };
-  if (!o.fit.gpu.empty()) {
-    report["fit"] = fit_json(fit_on(cat.get(o.fit.gpu), per_gpu(o.gpus)), o.gpus);
+  const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
+  if (device) w.device_memory = device->capacity();
+  if ((o.max_batch || o.max_context) && !device) throw InputError("--max-batch and --max-context need --gpu");
+
+  // Solve modes: the largest batch or context whose per-GPU estimate fits the device (vLLM: its pool's capacity).
+  nlohmann::json solve = nullptr;
+  auto fits = [&](const InferenceWorkload& v) {
+    const auto e = estimate_inference_memory(spec, v);
+    if (v.profile == Profile::vllm) return e.serving.max_concurrency && *e.serving.max_concurrency >= double(v.batch);
+    return e.memory.total <= device->capacity();
+  };
+  if (o.max_batch) {
+    const std::int64_t best = largest(1'000'000, [&](std::int64_t b) { InferenceWorkload v = w; v.batch = b; return fits(v); });
+    if (best == 0) throw InputError("even one sequence does not fit on " + device->id);
+    solve = {{"max_batch", best}};
+    w.batch = best;
+  }
+  if (o.max_context) {
+    const std::int64_t cap = std::max<std::int64_t>(spec.max_positions > 0 ? spec.max_positions : 10'000'000, 1);
+    const std::int64_t best = largest(cap, [&](std::int64_t c) {
+      InferenceWorkload v = w;
+      v.context = c;
+      v.prompt_len = std::min<std::int64_t>(w.prompt_len, c);
+      return fits(v);
+    });
+    if (best == 0) throw InputError("no context fits on " + device->id + " at batch " + std::to_string(w.batch));
+    solve = {{"max_context", best}, {"limit", spec.max_positions > 0 ? "the model's max_position_embeddings" : "10M tokens"}};
+    w.context = best;
+    w.prompt_len = std::min<std::int64_t>(w.prompt_len, best);
+  }
+
+  const InferenceEstimate est = estimate_inference_memory(spec, w);
+  nlohmann::json report = inference_json(spec, w, est);
+  report["solve"] = solve;
+  if (device) {
+    report["fit"] = fit_json(fit_on(*device, est.memory.total), w.tp);
+    Efficiency eff;
+    if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;
+    if (o.compute_efficiency != 0) eff.compute = o.compute_efficiency;
+    // Decode reads the cache at its average length over the generation.
+    const double avg_ctx = std::max(1.0, double(est.context_tokens) - double(w.new_tokens) / 2.0);
+    const Throughput t = serving_throughput(spec, *device, est.weights, est.weight_bytes.in(unit::bytes),
+                                            est.kv_bytes_per_token.in(unit::bytes), w.batch, w.prompt_len, avg_ctx,
+                                            w.tp, eff);
+    report["throughput"] = {{"prefill_tokens_per_s", t.prefill_tokens_per_s},
+                            {"decode_tokens_per_s", t.decode_tokens_per_s},
+                            {"decode_tokens_per_s_per_sequence", t.decode_tokens_per_s / double(w.batch)},
+                            {"time_to_first_token_seconds", t.prefill.in(unit::seconds)},
+                            {"per_token_latency_seconds", t.decode_step.in(unit::seconds)},
+                            {"decode_bound", t.decode_compute_bound ? "compute" : "memory bandwidth"},
+                            {"peak_flops_per_gpu", t.peak.in(unit::flop_per_s)},
+                            {"peak_format", t.peak_format},
+                            {"memory_bandwidth_bytes_per_s", device->memory_bandwidth.in(unit::bytes_per_s)},
+                            {"efficiency", {{"memory", t.efficiency.memory}, {"compute", t.efficiency.compute}}}};
+    // Cost per token: the GPUs' hourly price over the tokens they produce in that hour.
+    std::optional<double> per_gpu_hour;
+    std::string basis;
+    if (o.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
+    if (o.price_per_gpu_hour > 0) {
+      per_gpu_hour = o.price_per_gpu_hour;
+      basis = "--price-per-gpu-hour";
+    } else {
+      const auto priced = price_run(cat, *device, 1.0, o.spot, o.provider);
+      if (!priced.empty()) {
+        per_gpu_hour = priced.front().per_gpu_hour.in(unit::usd_per_hour);
+        basis = priced.front().offering->provider + " " + priced.front().offering->instance + ", as of " +
+                priced.front().offering->as_of;
+      }
+    }
+    if (per_gpu_hour) {
+      const double per_hour = *per_gpu_hour * double(w.tp);
+      report["cost"] = {{"usd_per_hour", per_hour},
+                        {"usd_per_million_input_tokens", per_hour / (t.prefill_tokens_per_s * 3600.0) * 1e6},
+                        {"usd_per_million_output_tokens", per_hour / (t.decode_tokens_per_s * 3600.0) * 1e6},
+                        {"price_basis", basis}};
+    } else {
+      report["cost"] = nullptr;
+      report["assumptions"].push_back("no price in the catalog for " + device->id + ": pass --price-per-gpu-hour");
+    }
   } else {
-    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu),
-                                         "smallest power-of-two tensor-parallel degree, weights and KV cache split evenly, "
-                                         "whose per-GPU estimate fits in the device's usable memory");
+    report["throughput"] = nullptr;
+    report["cost"] = nullptr;
+    report["assumptions"].push_back("throughput and cost need --gpu");
+    // How many GPUs of each kind: tensor parallelism over n GPUs.
+    auto per_gpu = [&](std::int64_t n) {
+      InferenceWorkload v = w;
+      v.tp = n;
+      return estimate_inference_memory(spec, v).memory.total;
+    };
+    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu, 64),
+                                         "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
+                                         "estimate fits in the device's usable memory");
   }
   if (format == Format::json) render_json(report, out);
   else render_infer_table(report, out);

@@ -138,12 +138,42 @@ void render_train_table(const json& r, std::ostream& out) {
 void render_infer_table(const json& r, std::ostream& out) {
   model_lines(r, out);
   const json& w = r["workload"];
-  fmt::print(out, "Workload   batch {}, prompt {} + {} new tokens ({} cached), {}, attention {}\n",
+  fmt::print(out, "Workload   batch {}, prompt {} + {} new tokens ({} cached per sequence), profile {}, TP {}\n",
              w["batch"].get<std::int64_t>(), w["prompt_len"].get<std::int64_t>(), w["new_tokens"].get<std::int64_t>(),
-             w["context_tokens"].get<std::int64_t>(), w["precision"].get<std::string>(), w["attention"].get<std::string>());
-  fmt::print(out, "KV cache   {} bytes per token (all layers)\n", grouped(r["memory"]["kv_cache_bytes_per_token"].get<std::int64_t>()));
+             w["context_tokens"].get<std::int64_t>(), w["profile"].get<std::string>(), w["tp"].get<std::int64_t>());
+  fmt::print(out, "Formats    weights {} ({} per GPU), KV cache {} ({} bytes per token, all layers, per GPU), activations {}\n",
+             w["weights"].get<std::string>(), gib(r["memory"]["weight_bytes"].get<double>()), w["kv_dtype"].get<std::string>(),
+             grouped(r["memory"]["kv_cache_bytes_per_token"].get<std::int64_t>()), w["precision"].get<std::string>());
+  if (r.contains("solve") && !r["solve"].is_null())
+    for (const auto& [k, v] : r["solve"].items())
+      if (v.is_number()) fmt::print(out, "Solved     {} = {}\n", k, grouped(v.get<std::int64_t>()));
   memory_table(r["memory"], out);
+  const json& sv = r["serving"];
+  if (!sv["kv_blocks"].is_null())
+    fmt::print(out, "\nvLLM KV pool {}: {} blocks of 16 tokens, {:.1f} concurrent sequences of {} tokens\n",
+               gib(sv["kv_pool_bytes"].get<double>()), grouped(sv["kv_blocks"].get<std::int64_t>()),
+               sv["max_concurrent_sequences"].get<double>(), w["context_tokens"].get<std::int64_t>());
+  if (!sv["host_memory_bytes"].is_null())
+    fmt::print(out, "\nllama.cpp: {} layers on the GPU; host memory {}\n", sv["gpu_layers"].get<std::int64_t>(),
+               gib(sv["host_memory_bytes"].get<double>()));
   fit_lines(r, out);
+  if (r.contains("throughput") && !r["throughput"].is_null()) {
+    const json& t = r["throughput"];
+    fmt::print(out, "\nThroughput prefill {:.0f} tokens/s (first token after {:.3f} s); decode {:.1f} tokens/s "
+                    "({:.1f} per sequence, {:.1f} ms per token, {}-bound)\n           roofline at {:.0f}% of bandwidth, "
+                    "{:.0f}% of {} peak (override: --mem-efficiency, --compute-efficiency)\n",
+               t["prefill_tokens_per_s"].get<double>(), t["time_to_first_token_seconds"].get<double>(),
+               t["decode_tokens_per_s"].get<double>(), t["decode_tokens_per_s_per_sequence"].get<double>(),
+               1000 * t["per_token_latency_seconds"].get<double>(), t["decode_bound"].get<std::string>(),
+               100 * t["efficiency"]["memory"].get<double>(), 100 * t["efficiency"]["compute"].get<double>(),
+               t["peak_format"].get<std::string>());
+  }
+  if (r.contains("cost") && !r["cost"].is_null()) {
+    const json& c = r["cost"];
+    fmt::print(out, "Cost       ${:.3f} per 1M input tokens, ${:.3f} per 1M output tokens (${:.2f}/h: {})\n",
+               c["usd_per_million_input_tokens"].get<double>(), c["usd_per_million_output_tokens"].get<double>(),
+               c["usd_per_hour"].get<double>(), c["price_basis"].get<std::string>());
+  }
   assumptions(r, out);
 }
 

@@ -17,6 +17,8 @@
 #include "model.h"
 #include "model_hf.h"
 #include "model_presets.h"
+#include "quant.h"
 #include "parse.h"
 #include "report.h"
+#include "throughput.h"
 #include "units.h"

@@ -10,7 +10,10 @@
 #include "hardware.h"
 #include "memory/inference.h"
 #include "memory/training.h"
+#include "cost.h"
 #include "model.h"
+#include "quant.h"
+#include "throughput.h"
 
 namespace gpuplan {
 
@@ -100,6 +103,14 @@ inline nlohmann::json training_json(const ModelSpec& s, const TrainingWorkload& 
 inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload& w, const InferenceEstimate& e) {
   nlohmann::json mem = detail::memory_json(e.memory);
   mem["kv_cache_bytes_per_token"] = detail::rounded(e.kv_bytes_per_token);
+  mem["weight_bytes"] = detail::rounded(e.weight_bytes);
+  auto opt_bytes = [](const std::optional<Bytes>& b) { return b ? nlohmann::json(detail::rounded(*b)) : nlohmann::json(nullptr); };
+  auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+  const nlohmann::json serving{{"kv_pool_bytes", opt_bytes(e.serving.kv_pool)},
+                               {"kv_blocks", opt(e.serving.kv_blocks)},
+                               {"max_concurrent_sequences", opt(e.serving.max_concurrency)},
+                               {"host_memory_bytes", opt_bytes(e.serving.host_memory)},
+                               {"gpu_layers", opt(e.serving.gpu_layers)}};
   return {{"schema", schema_id},
           {"command", "infer"},
           {"model", model_json(s, count_params(s))},
@@ -109,9 +120,13 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
             {"new_tokens", w.new_tokens},
             {"context_tokens", e.context_tokens},
             {"precision", spell<Precision>(precision_names, w.precision)},
+            {"weights", spell<WeightFormat>(weight_format_names, e.weights)},
+            {"kv_dtype", spell<KvDtype>(kv_dtype_names, e.kv)},
+            {"tp", w.tp},
             {"attention", spell<Attention>(attention_names, w.attention)},
             {"profile", spell<Profile>(profile_names, w.profile)}}},
           {"memory", mem},
+          {"serving", serving},
           {"assumptions", e.assumptions}};
 }
 

@@ -192,6 +192,43 @@ TEST_CASE("cli: scale", "[cli][compute]") {
   CHECK(run({"scale", "--compute", "-5"}).code == ExitCode::usage);
 }
 
+TEST_CASE("cli: infer with --gpu reports throughput and $ per token", "[cli][inference]") {
+  auto r = run({"infer", "--model", "llama-3.1-8b", "--batch", "8", "--gpu", "h100", "--profile", "vllm", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["memory"]["components"]["kv_cache"].get<double>() > 0);
+  CHECK(j["memory"]["kv_cache_bytes_per_token"] == 131'072);
+  CHECK(j["throughput"]["prefill_tokens_per_s"].get<double>() > j["throughput"]["decode_tokens_per_s"].get<double>());
+  CHECK(j["cost"]["usd_per_million_output_tokens"].get<double>() ==
+        Approx(j["cost"]["usd_per_hour"].get<double>() / (j["throughput"]["decode_tokens_per_s"].get<double>() * 3600) * 1e6));
+  CHECK(j["serving"]["kv_blocks"].get<std::int64_t>() > 0);
+}
+
+TEST_CASE("cli: infer solve modes", "[cli][inference]") {
+  // The solved batch fits, one more does not.
+  auto r = run({"infer", "--model", "llama-3.1-8b", "--prompt-len", "4096", "--new-tokens", "512", "--gpu", "h100",
+                "--max-batch", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  const auto best = j["solve"]["max_batch"].get<std::int64_t>();
+  CHECK(best > 1);
+  CHECK(j["fit"]["fits"] == true);
+  r = run({"infer", "--model", "llama-3.1-8b", "--prompt-len", "4096", "--new-tokens", "512", "--gpu", "h100",
+           "--batch", std::to_string(best + 1), "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["fit"]["fits"] == false);
+  // Max context with a quantised model on a 24 GB card, llama.cpp.
+  r = run({"infer", "--model", "llama-2-13b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--gpu", "rtx-4090",
+           "--max-context", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  const auto ctx = j["solve"]["max_context"].get<std::int64_t>();
+  CHECK(ctx > 1000);
+  CHECK(ctx <= 4096);  // Llama 2's max_position_embeddings
+  CHECK(run({"infer", "--model", "llama-3.1-8b", "--max-batch"}).code == ExitCode::usage);  // needs --gpu
+  CHECK(run({"infer", "--model", "llama-3.1-8b", "--weights", "q9"}).code == ExitCode::usage);
+  CHECK(run({"infer", "--model", "llama-3.1-8b", "--tp", "0"}).code == ExitCode::usage);
+}
+
 TEST_CASE("cli: models lists the presets", "[cli]") {
   const auto r = run({"models", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

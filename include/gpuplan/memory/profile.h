@@ -1,6 +1,7 @@
 // Framework profiles: what a runtime allocates beyond the tensors a formula names.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 #include "../enum_table.h"
@@ -8,9 +9,12 @@
 
 namespace gpuplan {
 
-enum class Profile { pytorch, none };
+// pytorch: eager PyTorch + HF transformers (training, and generate for serving); vllm and llama.cpp: serving
+// engines; none: tensor bytes only.
+enum class Profile { pytorch, none, vllm, llama_cpp };
 
-inline constexpr std::array<Spelling<Profile>, 2> profile_names{{{Profile::pytorch, "pytorch"}, {Profile::none, "none"}}};
+inline constexpr std::array<Spelling<Profile>, 4> profile_names{
+    {{Profile::pytorch, "pytorch"}, {Profile::none, "none"}, {Profile::vllm, "vllm"}, {Profile::llama_cpp, "llama.cpp"}}};
 
 // Constants of the `pytorch` profile: PyTorch 2.11 + CUDA 13 on Hopper, as measured on an NVIDIA H200
 // (tests/data/calibration, field context_bytes; shared reference formulas.md §A8).
@@ -30,6 +34,27 @@ struct PytorchProfile {
   static constexpr double fragmentation = 0.04;
   // Caching allocator: blocks above 1 MiB are rounded up to 2 MiB (c10/cuda/CUDACachingAllocator.cpp kRoundLarge).
   static constexpr double large_block_round = 2.0 * 1048576.0;
+};
+
+// vLLM (v0.x–v1 docs): the engine takes gpu_memory_utilization of the device, profiles one forward pass at
+// max_num_batched_tokens to size activations, and gives the rest to KV blocks of block_size tokens.
+struct VllmProfile {
+  static constexpr double default_gpu_memory_utilization = 0.90;  // vllm.config.CacheConfig default (0.92 in the newest docs)
+  static constexpr std::int64_t block_size = 16;                  // CacheConfig.DEFAULT_BLOCK_SIZE
+  static constexpr std::int64_t default_max_num_batched_tokens = 8192;  // profiling batch (SchedulerConfig, offline)
+  static constexpr std::int64_t default_max_num_seqs = 256;       // sampler's profiling batch of logits
+  // CUDA graphs captured for decode batch sizes: vLLM logs "Graph capturing finished in … took 0.3–1 GiB" for
+  // 7–70B models (assumption from such logs, not measured here).
+  static constexpr Bytes cuda_graphs{0.5 * 1073741824.0};
+};
+
+// llama.cpp (CUDA backend): weights of the offloaded layers in VRAM, token embeddings in host memory, a compute
+// buffer sized for one micro-batch (n_ubatch = 512), f16 KV cache by default.
+struct LlamaCppProfile {
+  static constexpr std::int64_t n_ubatch = 512;
+  // CUDA context and cuBLAS of a plain CUDA process: about 0.3–0.4 GB (pytorch issues #107667, #109888 quote
+  // ~300–400 MB with lazy loading); llama.cpp loads far fewer kernels than PyTorch.
+  static constexpr Bytes cuda_context{350e6};
 };
 
 }  // namespace gpuplan

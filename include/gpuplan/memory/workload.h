@@ -72,6 +72,8 @@ inline void validate(const TrainingWorkload& w) {
   if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
   if (w.zero < 0 || w.zero > 3) throw InputError("--zero must be 0, 1, 2 or 3");
   if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
+  if (w.profile != Profile::pytorch && w.profile != Profile::none)
+    throw InputError("train --profile: expected pytorch or none (vllm and llama.cpp are serving engines)");
   if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))
     throw InputError("--lora-targets and --qlora need --lora-rank");
 }

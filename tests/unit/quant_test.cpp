@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+#include <gpuplan/model_presets.h>
+#include <gpuplan/memory/inference.h>
+#include <gpuplan/quant.h>
+#include <gpuplan/throughput.h>
+#include <gpuplan/catalog.h>
+
+using namespace gpuplan;
+
+TEST_CASE("weight_bytes: GGUF files of Llama-3-8B", "[quant]") {
+  // llama.cpp's llama-quantize help lists file sizes "@ Llama-3-8B" (tools/quantize/quantize.cpp), in GiB:
+  // Q8_0 7.96, Q6_K 6.14, Q5_K_M 5.33, Q4_K_M 4.58, Q4_K_S 4.37, Q4_0 4.34, Q3_K_M 3.74, Q2_K 2.96.
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;  // same shape as Llama-3-8B
+  struct Row { WeightFormat f; double gib; double tol; };
+  for (const Row& r : {Row{WeightFormat::q8_0, 7.96, 0.01}, Row{WeightFormat::q6_k, 6.14, 0.01},
+                       Row{WeightFormat::q5_k_m, 5.33, 0.01}, Row{WeightFormat::q4_k_m, 4.58, 0.01},
+                       Row{WeightFormat::q4_k_s, 4.37, 0.02}, Row{WeightFormat::q4_0, 4.34, 0.01},
+                       Row{WeightFormat::q3_k_m, 3.74, 0.04}, Row{WeightFormat::q2_k, 2.96, 0.01}}) {
+    INFO(spell<WeightFormat>(weight_format_names, r.f));
+    CHECK(weight_bytes(m, r.f).total().in(unit::bytes) / 1073741824.0 == Approx(r.gib).epsilon(r.tol));
+  }
+}
+
+TEST_CASE("weight_bytes: HF quantisation formats keep embeddings and head in 16 bit", "[quant]") {
+  const ModelSpec& m = find_preset("llama-2-7b").spec;
+  // Llama-2-7B: decoder linears 6,476,005,376; embeddings + head 2 × 131,072,000; norms 266,240.
+  const double lin = 6'476'005'376.0, emb = 2 * 131'072'000.0, norms = 266'240.0;
+  CHECK(weight_bytes(m, WeightFormat::bf16).total().in(unit::bytes) == 2 * 6'738'415'616.0);
+  CHECK(weight_bytes(m, WeightFormat::nf4_dq).total().in(unit::bytes) ==
+        Approx(lin * (4 + 8.0 / 64 + 32.0 / (64 * 256)) / 8 + (emb + norms) * 2));
+  CHECK(weight_bytes(m, WeightFormat::awq_int4).total().in(unit::bytes) == Approx(lin * (4 + 20.0 / 128) / 8 + (emb + norms) * 2));
+  // Quantised never needs more than unquantised.
+  for (const auto& f : weight_format_names)
+    if (f.value != WeightFormat::fp32) CHECK(weight_bytes(m, f.value).total() <= weight_bytes(m, WeightFormat::bf16).total());
+}
+
+TEST_CASE("KV cache: MLA latent under vLLM, alternating windows, quantised KV", "[memory][inference]") {
+  // DeepSeek-V3 in vLLM caches (kv_lora_rank 512 + rope 64) per layer: 576 · 61 · 2 B = 70,272 B per token.
+  InferenceWorkload w;
+  w.profile = Profile::vllm;
+  CHECK(estimate_inference_memory(find_preset("deepseek-v3").spec, w).kv_bytes_per_token.in(unit::bytes) == 576.0 * 61 * 2);
+  // fp8 KV halves bf16.
+  InferenceWorkload k;
+  k.kv = KvDtype::fp8;
+  CHECK(estimate_inference_memory(find_preset("llama-3.1-8b").spec, k).kv_bytes_per_token.in(unit::bytes) == 65'536);
+  // Gemma 2 2B: 13 sliding layers (window 4096 → 4095 tokens) and 13 global; at 8191 + 1 tokens the cache is
+  // b · (13·8192 + 13·4095) tokens × 2·4·256·2 B.
+  InferenceWorkload g;
+  g.prompt_len = 8192;
+  g.new_tokens = 1;
+  const auto e = estimate_inference_memory(find_preset("gemma-2-2b").spec, g);
+  for (const auto& mo : e.memory.moments)
+    if (mo.phase == "decode") CHECK(mo.at.kv_cache.in(unit::bytes) == (13.0 * 8192 + 13.0 * 4095) * 2 * 4 * 256 * 2);
+}
+
+TEST_CASE("vLLM: KV blocks and concurrency from the pool", "[memory][inference]") {
+  InferenceWorkload w;
+  w.profile = Profile::vllm;
+  w.device_memory = gib(80);
+  w.context = 4096;
+  const auto e = estimate_inference_memory(find_preset("llama-3.1-8b").spec, w);
+  // Pool = 0.9 · 80 GiB − weights − profiled activations − 0.5 GiB graphs − CUDA context; blocks of 16 tokens of
+  // 131,072 B each; concurrency = blocks · 16 / 4096.
+  const double pool = 0.9 * 80 * 1073741824.0 - 2.0 * 8'030'261'248 - e.memory.components.activations.in(unit::bytes) -
+                      0.5 * 1073741824.0 - 648'871'936.0;
+  CHECK(e.serving.kv_pool->in(unit::bytes) == Approx(pool));
+  CHECK(*e.serving.kv_blocks == static_cast<std::int64_t>(pool / (16 * 131'072.0)));
+  CHECK(*e.serving.max_concurrency == Approx(double(*e.serving.kv_blocks) * 16 / 4096));
+}
+
+TEST_CASE("llama.cpp: partial offload splits weights and KV between VRAM and RAM", "[memory][inference]") {
+  InferenceWorkload w;
+  w.profile = Profile::llama_cpp;
+  w.weights = WeightFormat::q4_k_m;
+  w.gpu_layers = 16;
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  const auto half = estimate_inference_memory(m, w);
+  const WeightBytes wb = weight_bytes(m, WeightFormat::q4_k_m);
+  double first16 = 0;
+  for (int l = 0; l < 16; ++l) first16 += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
+  CHECK(half.memory.components.weights.in(unit::bytes) == Approx(first16));
+  // Host: token embeddings, the other 16 layers, the output layer and their KV.
+  const double ctx = 1024 + 256, kv_layer = 2.0 * 8 * 128 * 2;
+  CHECK(half.serving.host_memory->in(unit::bytes) ==
+        Approx(wb.embedding.in(unit::bytes) + (wb.total() - wb.embedding).in(unit::bytes) - first16 + 16 * ctx * kv_layer));
+}
+
+TEST_CASE("serving_throughput: roofline by hand", "[throughput]") {
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  Efficiency e;
+  e.memory = 0.5;
+  e.compute = 0.5;
+  // Batch 1, bf16: decode reads 16.06 GB of weights + 1000 tokens × 131,072 B per step at 0.5 × 3.35 TB/s.
+  const double wbytes = 2.0 * 8'030'261'248;
+  const auto t = serving_throughput(m, h100, WeightFormat::bf16, wbytes, 131'072, 1, 1000, 1000, 1, e);
+  CHECK(t.decode_step.in(unit::seconds) == Approx((wbytes + 1000 * 131'072.0) / (0.5 * 3.35e12)));
+  CHECK_FALSE(t.decode_compute_bound);
+  // Prefill: (2·N·1000 + 2·32·1000²·4096) FLOPs at 0.5 × 989.4 TFLOP/s, N = 7,504,924,672 multiplying params.
+  CHECK(t.prefill.in(unit::seconds) == Approx((2.0 * 7'504'924'672 * 1000 + 2.0 * 32 * 1e6 * 4096) / (0.5 * 989.4e12)));
+  CHECK_THROWS_AS(serving_throughput(m, h100, WeightFormat::bf16, wbytes, 131'072, 1, 1000, 1000, 1, Efficiency{0, 0.5}), InputError);
+}

@@ -22,6 +22,7 @@ void setup_infer(CLI::App& app, InferOptions& o) {
   cmd->add_option("--weights,--quant", o.weights,
                   "Weight format: fp32, bf16, fp16, fp8, int8, gptq-int4, awq-int4, nf4, nf4-dq, q8_0, q6_k, q5_k_m, "
                   "q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, mxfp4, nvfp4 (default: --precision)");
+  cmd->add_option("--group-size", w.group_size, "GPTQ/AWQ quantisation group size (default 128)");
   cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
   cmd->add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
   cmd->add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | llama.cpp | none");

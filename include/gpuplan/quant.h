@@ -49,7 +49,8 @@ inline bool use_more_bits(std::int64_t i, std::int64_t n) { return i < n / 8 || 
 
 // Bits per weight of a tensor in a format. Layer index and count matter only for GGUF's k-quant mixes.
 inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t layer, std::int64_t layers,
-                              std::int64_t in_features) {
+                              std::int64_t in_features, std::int64_t group_size = 128) {
+  const double g = double(group_size);
   if (role == TensorRole::norm_or_bias) return f == WeightFormat::fp32 ? 32 : (f >= WeightFormat::q8_0 ? 32 : 16);
   const bool emb = role == TensorRole::embedding, out = role == TensorRole::output;
   switch (f) {
@@ -61,10 +62,11 @@ inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t laye
     case WeightFormat::fp8: return emb || out ? 16 : 8 + 32.0 / double(in_features);
     // LLM.int8 (bitsandbytes Linear8bitLt): int8 + an fp32 absmax per row; embeddings and lm_head stay 16 bit.
     case WeightFormat::int8: return emb || out ? 16 : 8 + 32.0 / double(in_features);
-    // GPTQ / AWQ, 4 bit, group 128: fp16 scale and packed 4-bit zero per group (+ GPTQ's int32 g_idx per input
-    // row); embeddings and lm_head stay 16 bit (AutoGPTQ/AutoAWQ layouts).
-    case WeightFormat::gptq_int4: return emb || out ? 16 : 4 + (16.0 + 4.0) / 128 + 32.0 / 4096;
-    case WeightFormat::awq_int4: return emb || out ? 16 : 4 + (16.0 + 4.0) / 128;
+    // GPTQ / AWQ, 4 bit, group g (128 by default): an fp16 scale and a packed 4-bit zero per group of g input
+    // weights (+ GPTQ's int32 g_idx per input row, spread over the output columns); embeddings and lm_head stay
+    // 16 bit (AutoGPTQ/AutoAWQ layouts: qweight, scales, qzeros, g_idx).
+    case WeightFormat::gptq_int4: return emb || out ? 16 : 4 + (16.0 + 4.0) / g + 32.0 / 4096;
+    case WeightFormat::awq_int4: return emb || out ? 16 : 4 + (16.0 + 4.0) / g;
     // bitsandbytes NF4: fp32 absmax per 64 weights; double quantization stores it as 8 bit with an fp32 scale per
     // 256 blocks: 4 + 8/64 + 32/(64·256) = 4.127 (QLoRA §3). HF keeps embeddings and lm_head in 16 bit.
     case WeightFormat::nf4: return emb || out ? 16 : 4 + 32.0 / 64;
@@ -130,11 +132,11 @@ struct WeightBytes {
 };
 
 // Bytes of every tensor of the model in a format. A tied lm_head is the embedding matrix itself.
-inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f) {
+inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128) {
   const ParamInventory inv = param_inventory(s);
   WeightBytes w;
   auto bytes = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
-    return Bytes(double(g.numel()) * bits_per_weight(f, role, layer, s.layers, g.in) / 8.0);
+    return Bytes(double(g.numel()) * bits_per_weight(f, role, layer, s.layers, g.in, group_size) / 8.0);
   };
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
   for (const auto& g : inv.embedding)

@@ -29,6 +29,8 @@ TEST_CASE("weight_bytes: HF quantisation formats keep embeddings and head in 16 
   CHECK(weight_bytes(m, WeightFormat::nf4_dq).total().in(unit::bytes) ==
         Approx(lin * (4 + 8.0 / 64 + 32.0 / (64 * 256)) / 8 + (emb + norms) * 2));
   CHECK(weight_bytes(m, WeightFormat::awq_int4).total().in(unit::bytes) == Approx(lin * (4 + 20.0 / 128) / 8 + (emb + norms) * 2));
+  // Group 32 stores four times the scales and zeros of group 128.
+  CHECK(weight_bytes(m, WeightFormat::awq_int4, 32).total().in(unit::bytes) == Approx(lin * (4 + 20.0 / 32) / 8 + (emb + norms) * 2));
   // Quantised never needs more than unquantised.
   for (const auto& f : weight_format_names)
     if (f.value != WeightFormat::fp32) CHECK(weight_bytes(m, f.value).total() <= weight_bytes(m, WeightFormat::bf16).total());

@@ -21,6 +21,7 @@ struct InferenceWorkload {
   std::optional<std::int64_t> context;       // KV tokens per sequence to plan for (default prompt + new)
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)
   std::optional<WeightFormat> weights;       // default: the precision's dtype
+  std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
   Attention attention = Attention::sdpa;
   Profile profile = Profile::pytorch;
@@ -37,6 +38,7 @@ inline void validate(const InferenceWorkload& w) {
   if (w.new_tokens < 0 || w.new_tokens > 10'000'000) throw InputError("--new-tokens must be between 0 and 10,000,000");
   if (w.context && (*w.context < 1 || *w.context > 10'000'000)) throw InputError("--context must be between 1 and 10,000,000");
   if (w.tp < 1 || w.tp > 1024) throw InputError("--tp must be between 1 and 1024");
+  if (w.group_size < 8 || w.group_size > 1'000'000) throw InputError("--group-size must be between 8 and 1,000,000");
   if (w.chunked_prefill < 0 || w.chunked_prefill > 10'000'000) throw InputError("--chunked-prefill must be positive");
   if (!(w.gpu_memory_utilization > 0 && w.gpu_memory_utilization <= 1))
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
@@ -182,7 +184,7 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
   const double h = double(s.hidden), V = double(s.vocab);
   // Tensor parallelism splits every layer's weights and the head across the GPUs (Megatron-style column/row
   // parallel linears, vocabulary-parallel embedding and head).
-  const WeightBytes wb = weight_bytes(s, est.weights);
+  const WeightBytes wb = weight_bytes(s, est.weights, w.group_size);
   const double weights = wb.total().in(unit::bytes) / tp;
   est.weight_bytes = Bytes(weights);
 

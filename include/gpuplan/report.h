@@ -2,6 +2,7 @@
 // ("schema": "gpuplan/1"). Numbers are raw: bytes, parameters, seconds, USD.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,7 +21,19 @@ namespace gpuplan {
 inline constexpr const char* schema_id = "gpuplan/1";
 
 namespace detail {
-inline std::int64_t rounded(Bytes b) { return static_cast<std::int64_t>(std::llround(b.in(unit::bytes))); }
+// Whole bytes as a JSON integer; beyond 2^62 (no device comes near) as a JSON float, never a wrapped integer.
+inline nlohmann::json rounded(Bytes b) {
+  const double v = std::round(b.in(unit::bytes));
+  if (std::fabs(v) < 4.6e18) return static_cast<std::int64_t>(v);
+  return v;
+}
+inline nlohmann::json add_bytes(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.is_number_integer() && b.is_number_integer()) {
+    const double approx = a.get<double>() + b.get<double>();
+    if (std::fabs(approx) < 4.6e18) return a.get<std::int64_t>() + b.get<std::int64_t>();
+  }
+  return a.get<double>() + b.get<double>();
+}
 
 inline nlohmann::json components_json(const MemoryComponents& c) {
   return {{"weights", rounded(c.weights)},         {"gradients", rounded(c.gradients)},
@@ -32,19 +45,20 @@ inline nlohmann::json components_json(const MemoryComponents& c) {
 // Components are rounded one by one and the totals are sums of the rounded parts, so the JSON adds up exactly.
 inline nlohmann::json memory_json(const MemoryEstimate& m) {
   nlohmann::json comps = components_json(m.components);
-  std::int64_t peak = 0;
-  for (const auto& [k, v] : comps.items()) peak += v.get<std::int64_t>();
-  const std::int64_t slack = rounded(m.allocator_slack), ctx = rounded(m.context);
+  nlohmann::json peak = 0;
+  for (const auto& [k, v] : comps.items()) peak = add_bytes(peak, v);
+  const nlohmann::json slack = rounded(m.allocator_slack), ctx = rounded(m.context);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& mo : m.moments) {
     nlohmann::json c = components_json(mo.at);
-    std::int64_t sum = 0;
-    for (const auto& [k, v] : c.items()) sum += v.get<std::int64_t>();
+    nlohmann::json sum = 0;
+    for (const auto& [k, v] : c.items()) sum = add_bytes(sum, v);
     phases.push_back({{"phase", mo.phase}, {"at", mo.what}, {"allocated_bytes", sum}, {"components", c}});
   }
-  return {{"total_bytes", peak + slack + ctx},
+  const nlohmann::json reserved = add_bytes(peak, slack);
+  return {{"total_bytes", add_bytes(reserved, ctx)},
           {"peak_allocated_bytes", peak},
-          {"reserved_bytes", peak + slack},
+          {"reserved_bytes", reserved},
           {"allocator_slack_bytes", slack},
           {"context_bytes", ctx},
           {"peak_phase", m.peak_phase},

@@ -1,4 +1,6 @@
 // The CLI in-process: cli::run() on argument vectors, its exit status, stdout and stderr.
+#include <cmath>
+#include <functional>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -227,6 +229,34 @@ TEST_CASE("cli: infer solve modes", "[cli][inference]") {
   CHECK(run({"infer", "--model", "llama-3.1-8b", "--max-batch"}).code == ExitCode::usage);  // needs --gpu
   CHECK(run({"infer", "--model", "llama-3.1-8b", "--weights", "q9"}).code == ExitCode::usage);
   CHECK(run({"infer", "--model", "llama-3.1-8b", "--tp", "0"}).code == ExitCode::usage);
+}
+
+TEST_CASE("cli: extreme accepted inputs give finite, positive numbers", "[cli][property]") {
+  const std::vector<std::vector<std::string>> cases = {
+      {"train", "--params", "1000T", "--batch", "1000000", "--seq", "10000000"},
+      {"train", "--model", "deepseek-v3", "--batch", "1000000", "--seq", "10000000", "--attention", "eager"},
+      {"infer", "--params", "1000T", "--batch", "1000000", "--prompt-len", "10000000", "--new-tokens", "10000000"},
+      {"infer", "--model", "gpt2", "--new-tokens", "0"},
+      {"train", "--model", "gpt2", "--seq", "1"},
+      {"infer", "--model", "mixtral-8x22b", "--profile", "vllm", "--gpu", "t4"},
+      {"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu-layers", "0", "--gpu", "h100"},
+      {"train", "--params", "1000T", "--gpu", "h100", "--gpus", "1000000", "--tokens", "1000000T"},
+  };
+  std::function<void(const nlohmann::json&)> finite = [&](const nlohmann::json& j) {
+    if (j.is_number_float()) CHECK(std::isfinite(j.get<double>()));
+    if (j.is_structured())
+      for (const auto& v : j) finite(v);
+  };
+  for (auto args : cases) {
+    args.push_back("--format");
+    args.push_back("json");
+    const auto r = run(args);
+    INFO(args[1] << " " << args[2]);
+    REQUIRE(r.code == ExitCode::ok);
+    const auto j = nlohmann::json::parse(r.out);
+    finite(j);
+    CHECK(j["memory"]["total_bytes"].get<double>() > 0);
+  }
 }
 
 TEST_CASE("cli: models lists the presets", "[cli]") {

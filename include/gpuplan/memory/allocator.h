@@ -88,7 +88,9 @@ class CachingAllocatorModel {
 
   static std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
   static std::uint64_t round_size(double bytes) {
-    const auto b = bytes <= 0 ? std::uint64_t(1) : std::uint64_t(bytes + 0.5);
+    // Requests beyond 2^60 B (an exabyte) are clamped: no device has them, and the sizes must stay exact integers.
+    const double clamped = bytes > 1.15e18 ? 1.15e18 : bytes;
+    const auto b = clamped <= 0 ? std::uint64_t(1) : std::uint64_t(clamped + 0.5);
     return b < kMinBlockSize ? kMinBlockSize : round_up(b, kMinBlockSize);
   }
   Handle new_block(std::uint64_t size, bool small) {

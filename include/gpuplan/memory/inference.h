@@ -153,13 +153,14 @@ InferenceEstimate detail_llama_cpp(InferenceEstimate est, const ModelSpec& s, co
   // Compute buffer (flash attention on): logits of one micro-batch in fp32 and its widest activations, an
   // approximation of ggml's graph allocator (gguf-parser computes it op by op).
   const double ub = double(LlamaCppProfile::n_ubatch);
-  const double compute = n > 0 ? ub * 4.0 * (double(s.vocab) + 3.0 * double(s.hidden) + 2.0 * ffn_width) : 0.0;
+  // (With -ngl 0 the CUDA backend still runs large prompt-processing matmuls on the GPU: context and buffer stay.)
+  const double compute = ub * 4.0 * (double(s.vocab) + 3.0 * double(s.hidden) + 2.0 * ffn_width);
   MemoryComponents m;
   m.weights = Bytes(gpu_w / tp);
   m.kv_cache = Bytes(gpu_kv);
   m.activations = Bytes(compute);
   Moment mo{"serve", "weights, KV and compute buffer", m};
-  est.memory = summarize({mo}, Profile::none, n > 0 ? LlamaCppProfile::cuda_context : Bytes(0));
+  est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
   est.serving.host_memory = Bytes(host_w + host_kv);
   est.serving.gpu_layers = n;
   est.assumptions.push_back("profile llama.cpp: " + std::to_string(n) + " of " + std::to_string(s.layers) +
@@ -327,11 +328,19 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
     H lg = A.malloc(logits);
     A.free(resid);
     // Decode: each step appends one token to every layer's cache; sliding layers are cropped to window − 1.
+    // Long generations replay their first and last 32 steps and jump the middle in one step (the pattern of
+    // freed and requested blocks repeats), so the replay stays a few thousand events.
+    constexpr std::int64_t kEdge = 32;
     for (std::int64_t step = 1; step < w.new_tokens; ++step) {
+      double grow = 1;
+      if (w.new_tokens > 2 * kEdge && step == kEdge) {
+        grow = double(w.new_tokens - 2 * kEdge);
+        step += w.new_tokens - 2 * kEdge - 1;
+      }
       H x = A.malloc(c * h * b);
       for (std::int64_t l = 0; l < s.layers; ++l) {
         const auto i = static_cast<std::size_t>(l);
-        const double n = s.is_sliding_layer(l) ? std::min(len[i] + 1, double(s.sliding_window - 1)) : len[i] + 1;
+        const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
         H k2 = A.malloc(kv_half * b * n);
         A.free(keys[i]);
         keys[i] = k2;

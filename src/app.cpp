@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 namespace gpuplan::cli {
 
@@ -33,6 +34,50 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   m->excludes(c);
 }
 
+void add_limit_options(CLI::App& cmd, LimitOptions& o, bool run_limits) {
+  cmd.add_option("--max-memory", o.max_memory, "Exit 1 when the per-GPU estimate (total) exceeds this (80GB, 79GiB)");
+  cmd.add_flag("--require-fit", o.require_fit, "Exit 1 when the estimate does not fit on --gpu");
+  if (run_limits) {
+    cmd.add_option("--max-cost", o.max_cost, "Exit 1 when the run costs more than this many USD");
+    cmd.add_option("--max-days", o.max_days, "Exit 1 when the run takes longer than this many days");
+  }
+}
+
+ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostream& err) {
+  nlohmann::json limits = nlohmann::json::array();
+  bool ok = true;
+  auto add = [&](const std::string& name, double limit, double value, const std::string& unit) {
+    const bool pass = value <= limit;
+    limits.push_back({{"name", name}, {"limit", limit}, {"value", value}, {"ok", pass}});
+    if (!pass) {
+      ok = false;
+      err << "gpuplan: limit " << name << " exceeded: " << value << " " << unit << " > " << limit << " " << unit << "\n";
+    }
+  };
+  if (!o.max_memory.empty()) add("max_memory", parse_bytes(o.max_memory).in(unit::bytes), report["memory"]["total_bytes"].get<double>(), "bytes");
+  if (o.require_fit) {
+    if (!report.contains("fit")) throw InputError("--require-fit needs --gpu");
+    const bool fits = report["fit"]["fits"].get<bool>();
+    limits.push_back({{"name", "require_fit"}, {"limit", true}, {"value", fits}, {"ok", fits}});
+    if (!fits) {
+      ok = false;
+      err << "gpuplan: limit require_fit failed: the estimate does not fit on " << report["fit"]["gpu"].get<std::string>() << "\n";
+    }
+  }
+  if (o.max_cost < 0 || o.max_days < 0) throw InputError("--max-cost and --max-days must be positive");
+  if (o.max_cost > 0) {
+    if (!report.contains("cost") || report["cost"].is_null() || !report["cost"].contains("usd"))
+      throw InputError("--max-cost needs a price: --gpu with a catalog offering, or --price-per-gpu-hour");
+    add("max_cost", o.max_cost, report["cost"]["usd"].get<double>(), "USD");
+  }
+  if (o.max_days > 0) {
+    if (!report.contains("time") || report["time"].is_null()) throw InputError("--max-days needs --gpu");
+    add("max_days", o.max_days, report["time"]["days"].get<double>(), "days");
+  }
+  if (!limits.empty()) report["limits"] = limits;
+  return ok ? ExitCode::ok : ExitCode::limit;
+}
+
 void add_fit_options(CLI::App& cmd, FitOptions& o) {
   cmd.add_option("--gpu", o.gpu, "Fit verdict on this accelerator (id or alias; see `gpuplan hardware list`); "
                                  "without it, a fit table over the catalog");
@@ -52,19 +97,29 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   // One line per error, like every other error gpuplan prints.
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gpuplan: ") + e.what() + "\n"; });
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("gpuplan ") + "0.1.0");
+  app.set_version_flag("--version", [] {
+    // The catalogs' dates, so a report can be tied to the prices it used.
+    std::string dates;
+    for (const auto& d : builtin_catalog().dates) dates += "\n  " + d;
+    return std::string("gpuplan 0.1.0\ncalibration: PyTorch 2.11 + transformers 5.17 on NVIDIA H200\ncatalogs:") + dates;
+  });
+  bool quiet = false;
+  app.add_flag("--quiet,-q", quiet, "Print nothing on stdout: the exit status (and stderr) only, for CI");
+  app.fallthrough();
   TrainOptions train;
   InferOptions infer;
   ModelsOptions models;
   HardwareOptions hardware;
   PricesOptions prices;
   ScaleOptions scale;
+  CheckOptions check;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
   setup_hardware(app, hardware);
   setup_prices(app, prices);
   setup_scale(app, scale);
+  setup_check(app, check);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -73,13 +128,16 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const int code = app.exit(e, out, err);
     return code == 0 ? ExitCode::ok : ExitCode::usage;
   }
+  std::ostringstream discard;
+  std::ostream& sink = quiet ? static_cast<std::ostream&>(discard) : out;
   try {
-    if (app.got_subcommand("train")) return run_train(train, out);
-    if (app.got_subcommand("infer")) return run_infer(infer, out);
-    if (app.got_subcommand("models")) return run_models(models, out);
-    if (app.got_subcommand("hardware")) return run_hardware(hardware, out);
-    if (app.got_subcommand("prices")) return run_prices(prices, out);
-    if (app.got_subcommand("scale")) return run_scale(scale, out);
+    if (app.got_subcommand("train")) return run_train(train, sink, err);
+    if (app.got_subcommand("infer")) return run_infer(infer, sink, err);
+    if (app.got_subcommand("check")) return run_check(check, sink, err);
+    if (app.got_subcommand("models")) return run_models(models, sink);
+    if (app.got_subcommand("hardware")) return run_hardware(hardware, sink);
+    if (app.got_subcommand("prices")) return run_prices(prices, sink);
+    if (app.got_subcommand("scale")) return run_scale(scale, sink);
   } catch (const InputError& e) {
     err << "gpuplan: " << e.what() << "\n";
     return ExitCode::usage;

@@ -20,6 +20,17 @@ struct ModelOptions {
   std::string config;
 };
 
+// CI gating on train and infer: exit status 1 when the estimate breaks a limit (the report still prints).
+struct LimitOptions {
+  std::string max_memory;
+  bool require_fit = false;
+  double max_cost = 0;
+  double max_days = 0;
+};
+void add_limit_options(CLI::App& cmd, LimitOptions& o, bool run_limits);
+// Adds report["limits"] and says each broken limit on err; returns limit or ok.
+ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostream& err);
+
 // --gpu / --catalog on train and infer: a fit verdict against a device, or a fit table over the catalog.
 struct FitOptions {
   std::string gpu;
@@ -45,6 +56,7 @@ struct RunOptions {
 struct TrainOptions {
   ModelOptions model;
   RunOptions run;
+  LimitOptions limits;
   TrainingWorkload workload;
   std::string precision = "bf16";
   std::string optimizer = "adamw";
@@ -76,6 +88,7 @@ struct InferOptions {
   double price_per_gpu_hour = 0;
   std::string provider;
   bool spot = false;
+  LimitOptions limits;
 };
 
 struct HardwareOptions {
@@ -108,6 +121,13 @@ struct ScaleOptions {
   std::string format = "table";
 };
 
+struct CheckOptions {
+  std::string spec;
+  std::string format = "table";
+};
+void setup_check(CLI::App& app, CheckOptions& o);
+ExitCode run_check(const CheckOptions& o, std::ostream& out, std::ostream& err);
+
 struct ModelsOptions {
   std::string format = "table";
 };
@@ -125,8 +145,8 @@ ExitCode run_scale(const ScaleOptions& o, std::ostream& out);
 void setup_prices(CLI::App& app, PricesOptions& o);
 ExitCode run_hardware(const HardwareOptions& o, std::ostream& out);
 ExitCode run_prices(const PricesOptions& o, std::ostream& out);
-ExitCode run_train(const TrainOptions& o, std::ostream& out);
-ExitCode run_infer(const InferOptions& o, std::ostream& out);
+ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err);
+ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err);
 ExitCode run_models(const ModelsOptions& o, std::ostream& out);
 
 // Parses args (without the program name) and runs the subcommand; never exits the process.

@@ -40,6 +40,7 @@ void setup_infer(CLI::App& app, InferOptions& o) {
   cmd->add_flag("--spot", o.spot, "Use published spot prices");
   cmd->add_option("--format", o.format, "table (default) | json");
   add_fit_options(*cmd, o.fit);
+  add_limit_options(*cmd, o.limits, false);
 }
 
 namespace {
@@ -59,7 +60,7 @@ std::int64_t largest(std::int64_t hi, F fits) {
 
 }  // namespace
 
-ExitCode run_infer(const InferOptions& o, std::ostream& out) {
+ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   InferenceWorkload w = o.workload;
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
@@ -168,9 +169,10 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out) {
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");
   }
+  const ExitCode status = check_limits(o.limits, report, err);
   if (format == Format::json) render_json(report, out);
   else render_infer_table(report, out);
-  return ExitCode::ok;
+  return status;
 }
 
 }  // namespace gpuplan::cli

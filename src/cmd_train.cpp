@@ -33,6 +33,7 @@ void setup_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes");
   cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across --gpus (0 = DDP)");
   add_fit_options(*cmd, o.fit);
+  add_limit_options(*cmd, o.limits, true);
   cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
   cmd->add_option("--format", o.format, "table (default) | json");
   auto& r = o.run;
@@ -150,7 +151,7 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
 
 }  // namespace
 
-ExitCode run_train(const TrainOptions& o, std::ostream& out) {
+ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   TrainingWorkload w = o.workload;
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
@@ -214,9 +215,10 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out) {
                                            : nlohmann::json(priced.front().offering->provider + " " + priced.front().offering->instance);
     }
   }
+  const ExitCode status = check_limits(o.limits, report, err);
   if (format == Format::json) render_json(report, out);
   else render_train_table(report, out);
-  return ExitCode::ok;
+  return status;
 }
 
 }  // namespace gpuplan::cli

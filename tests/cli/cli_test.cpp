@@ -259,6 +259,22 @@ TEST_CASE("cli: extreme accepted inputs give finite, positive numbers", "[cli][p
   }
 }
 
+TEST_CASE("cli: check evaluates scenarios and their limits", "[cli][check]") {
+  const auto r = run({"check", data + "/check/spec.json", "--format", "json"});
+  CHECK(r.code == ExitCode::limit);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["scenarios"].size() == 3);
+  CHECK(j["scenarios"][0]["status"] == "pass");   // 8B fused + recompute: ~61 GiB on an 80 GB H100
+  CHECK(j["scenarios"][1]["status"] == "fail");   // 70B bf16 weights alone are 131 GiB
+  CHECK(j["scenarios"][1]["fits"] == false);
+  // 1B on 100B tokens: 6·N·D ≈ 7.6e20 FLOPs → ~67 H100-hours at 40 % MFU → ~$170, well inside both limits.
+  CHECK(j["scenarios"][2]["status"] == "pass");
+  const auto q = run({"train", "--model", "llama-3.1-70b", "--gpu", "h100", "--require-fit", "--quiet"});
+  CHECK(q.code == ExitCode::limit);
+  CHECK(q.out.empty());
+  CHECK_THAT(q.err, Catch::Contains("require_fit"));
+}
+
 TEST_CASE("cli: models lists the presets", "[cli]") {
   const auto r = run({"models", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

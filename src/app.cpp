@@ -113,6 +113,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   PricesOptions prices;
   ScaleOptions scale;
   CheckOptions check;
+  GenerateOptions generate;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
@@ -120,6 +121,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   setup_prices(app, prices);
   setup_scale(app, scale);
   setup_check(app, check);
+  setup_generate(app, generate);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -138,6 +140,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("hardware")) return run_hardware(hardware, sink);
     if (app.got_subcommand("prices")) return run_prices(prices, sink);
     if (app.got_subcommand("scale")) return run_scale(scale, sink);
+    if (app.got_subcommand("generate")) return run_generate(app, generate, out);
   } catch (const InputError& e) {
     err << "gpuplan: " << e.what() << "\n";
     return ExitCode::usage;

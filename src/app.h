@@ -128,6 +128,12 @@ struct CheckOptions {
 void setup_check(CLI::App& app, CheckOptions& o);
 ExitCode run_check(const CheckOptions& o, std::ostream& out, std::ostream& err);
 
+struct GenerateOptions {
+  std::string what;
+};
+void setup_generate(CLI::App& app, GenerateOptions& o);
+ExitCode run_generate(const CLI::App& app, const GenerateOptions& o, std::ostream& out);
+
 struct ModelsOptions {
   std::string format = "table";
 };

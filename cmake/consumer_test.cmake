@@ -1,0 +1,26 @@
+# Install gpuplan into a scratch prefix, then configure, build and run examples/consumer against it.
+file(REMOVE_RECURSE "${WORK}")
+execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD}" --prefix "${WORK}/prefix" RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed")
+endif()
+foreach(f bin/gpuplan include/gpuplan/gpuplan.h include/gpuplan/builtin_data.h lib/cmake/gpuplan/gpuplanConfig.cmake
+          lib/pkgconfig/gpuplan.pc share/man/man1/gpuplan.1 share/bash-completion/completions/gpuplan
+          share/zsh/site-functions/_gpuplan share/gpuplan/data/hardware/nvidia.json)
+  if(NOT EXISTS "${WORK}/prefix/${f}")
+    message(FATAL_ERROR "not installed: ${f}")
+  endif()
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${SRC}/examples/consumer" -B "${WORK}/build" "-DCMAKE_PREFIX_PATH=${WORK}/prefix"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "configuring the consumer failed:\n${out}\n${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK}/build" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "building the consumer failed:\n${out}\n${err}")
+endif()
+execute_process(COMMAND "${WORK}/build/consumer" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "fits on an H100")
+  message(FATAL_ERROR "the consumer said: ${out} (${rc})")
+endif()

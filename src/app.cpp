@@ -15,7 +15,9 @@ constexpr const char* exit_status_help =
 Format parse_format(const std::string& s) {
   if (s == "table") return Format::table;
   if (s == "json") return Format::json;
-  throw InputError("unknown format \"" + s + "\" (expected: table, json)");
+  if (s == "csv") return Format::csv;
+  if (s == "md") return Format::md;
+  throw InputError("unknown format \"" + s + "\" (expected: table, json, csv, md)");
 }
 
 void add_model_options(CLI::App& cmd, ModelOptions& o) {

@@ -11,7 +11,7 @@
 
 namespace gpuplan::cli {
 
-enum class Format { table, json };
+enum class Format { table, json, csv, md };
 
 // How the model is named: exactly one of --params, --model, --config.
 struct ModelOptions {

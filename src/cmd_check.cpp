@@ -21,7 +21,7 @@ void setup_check(CLI::App& app, CheckOptions& o) {
       "Limits: max_memory (size), require_fit (bool), max_cost (USD, train), max_days (train).\n"
       "Example:\n  gpuplan check ci/gpuplan.json --format json");
   cmd->add_option("spec", o.spec, "Scenario file (JSON)")->required();
-  cmd->add_option("--format", o.format, "table (default) | json");
+  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
 }
 
 ExitCode run_check(const CheckOptions& o, std::ostream& out, std::ostream& err) {
@@ -88,6 +88,17 @@ ExitCode run_check(const CheckOptions& o, std::ostream& out, std::ostream& err) 
   const nlohmann::json report{{"schema", schema_id}, {"command", "check"}, {"scenarios", results}};
   if (format == Format::json) {
     render_json(report, out);
+  } else if (format == Format::csv || format == Format::md) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : results) {
+      std::string lim;
+      for (const auto& l : r.value("limits", nlohmann::json::array()))
+        lim += (lim.empty() ? "" : "; ") + l["name"].get<std::string>() + (l["ok"].get<bool>() ? " ok" : " FAILED");
+      rows.push_back({r["name"].get<std::string>(), r["status"].get<std::string>(),
+                      r.contains("memory_total_bytes") ? r["memory_total_bytes"].dump() : "",
+                      r["status"] == "error" ? r["error"].get<std::string>() : lim});
+    }
+    render_rows({"scenario", "status", "memory_total_bytes", "limits"}, rows, format == Format::md, out);
   } else {
     fmt::print(out, "{:<40} {:<6} {:>12}  {}\n", "scenario", "status", "memory", "limits");
     for (const auto& r : results) {

@@ -13,18 +13,6 @@ namespace gpuplan::cli {
 namespace {
 std::string tflops(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v / 1e12) : "-"; }
 
-void csv_row(std::ostream& out, const std::vector<std::string>& cells) {
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    std::string c = cells[i];
-    if (c.find_first_of(",\"\n") != std::string::npos) {
-      std::string q = "\"";
-      for (char ch : c) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-      c = q + "\"";
-    }
-    out << (i ? "," : "") << c;
-  }
-  out << "\n";
-}
 }  // namespace
 
 void setup_hardware(CLI::App& app, HardwareOptions& o) {
@@ -34,12 +22,12 @@ void setup_hardware(CLI::App& app, HardwareOptions& o) {
   list->footer("Examples:\n  gpuplan hardware list --vendor nvidia --min-memory 80GB\n  gpuplan hardware list --format json");
   list->add_option("--vendor", o.vendor, "Only this vendor (nvidia, amd, google, aws, intel)");
   list->add_option("--min-memory", o.min_memory, "Only devices with at least this much memory (80GB, 24GiB)");
-  list->add_option("--format", o.format, "table (default) | json | csv");
+  list->add_option("--format", o.format, "table (default) | json | csv | md");
   list->add_option("--catalog", o.catalogs, "Extra catalog file(s) that add or override entries (repeatable)");
   auto* show = hw->add_subcommand("show", "Every field of one accelerator, with its sources");
   show->footer("Example:\n  gpuplan hardware show h100");
   show->add_option("id", o.show_id, "Device id or alias")->required();
-  show->add_option("--format", o.format, "table (default) | json");
+  show->add_option("--format", o.format, "table (default) | json | csv | md");
   show->add_option("--catalog", o.catalogs, "Extra catalog file(s) (repeatable)");
   o.list_cmd = list;
   o.show_cmd = show;
@@ -50,7 +38,7 @@ void setup_prices(CLI::App& app, PricesOptions& o) {
   cmd->footer("Examples:\n  gpuplan prices --gpu h100\n  gpuplan prices --provider aws --format json");
   cmd->add_option("--gpu", o.gpu, "Only offerings of this accelerator");
   cmd->add_option("--provider", o.provider, "Only this provider (aws, gcp, azure, lambda, coreweave, runpod, vast.ai)");
-  cmd->add_option("--format", o.format, "table (default) | json | csv");
+  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
   cmd->add_option("--catalog", o.catalogs, "Extra catalog file(s) (repeatable)");
 }
 
@@ -63,8 +51,14 @@ ExitCode run_hardware(const HardwareOptions& o, std::ostream& out) {
       render_json(j, out);
       return ExitCode::ok;
     }
-    if (o.format != "table") throw InputError("unknown format \"" + o.format + "\" (expected: table, json)");
-    for (const auto& [k, v] : j.items()) fmt::print(out, "{:<30} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+    const Format f = parse_format(o.format);
+    if (f == Format::table) {
+      for (const auto& [k, v] : j.items()) fmt::print(out, "{:<30} {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+    } else {
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& [k, v] : j.items()) rows.push_back({k, v.is_string() ? v.get<std::string>() : v.dump()});
+      render_rows({"field", "value"}, rows, f == Format::md, out);
+    }
     return ExitCode::ok;
   }
   std::optional<Bytes> min_memory;
@@ -83,15 +77,16 @@ ExitCode run_hardware(const HardwareOptions& o, std::ostream& out) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto* d : rows) a.push_back(device_json(*d));
     render_json(a, out);
-  } else if (o.format == "csv") {
-    csv_row(out, {"id", "name", "vendor", "memory_bytes", "usable_memory_bytes", "memory_bandwidth_bytes_per_s", "bf16_flops",
-                  "fp8_flops", "tdp_watts"});
+  } else if (o.format == "csv" || o.format == "md") {
+    std::vector<std::vector<std::string>> cells;
     for (const auto* d : rows)
-      csv_row(out, {d->id, d->name, d->vendor, fmt::format("{:.0f}", d->memory.in(unit::bytes)),
+      cells.push_back({d->id, d->name, d->vendor, fmt::format("{:.0f}", d->memory.in(unit::bytes)),
                     d->usable_memory ? fmt::format("{:.0f}", d->usable_memory->in(unit::bytes)) : "",
                     fmt::format("{:.0f}", d->memory_bandwidth.in(unit::bytes_per_s)),
                     d->peak.bf16 ? fmt::format("{:.0f}", *d->peak.bf16) : "", d->peak.fp8 ? fmt::format("{:.0f}", *d->peak.fp8) : "",
                     d->tdp_watts ? fmt::format("{:.0f}", *d->tdp_watts) : ""});
+    render_rows({"id", "name", "vendor", "memory_bytes", "usable_memory_bytes", "memory_bandwidth_bytes_per_s", "bf16_flops",
+                 "fp8_flops", "tdp_watts"}, cells, o.format == "md", out);
   } else if (o.format == "table") {
     fmt::print(out, "{:<16} {:<44} {:>9} {:>10} {:>8} {:>9} {:>9} {:>6}\n", "id", "name", "memory", "usable", "TB/s",
                "bf16 TF", "fp8 TF", "TDP W");
@@ -103,7 +98,7 @@ ExitCode run_hardware(const HardwareOptions& o, std::ostream& out) {
                  d->tdp_watts ? fmt::format("{:.0f}", *d->tdp_watts) : "-");
     fmt::print(out, "\nDense peaks (no 2:4 sparsity); GeForce rates with fp32 accumulate. `gpuplan hardware show ID` for sources.\n");
   } else {
-    throw InputError("unknown format \"" + o.format + "\" (expected: table, json, csv)");
+    throw InputError("unknown format \"" + o.format + "\" (expected: table, json, csv, md)");
   }
   return ExitCode::ok;
 }
@@ -127,11 +122,13 @@ ExitCode run_prices(const PricesOptions& o, std::ostream& out) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto* f : rows) a.push_back(offering_json(*f));
     render_json(a, out);
-  } else if (o.format == "csv") {
-    csv_row(out, {"provider", "instance", "accelerator", "count", "on_demand_usd_per_hour", "spot_usd_per_hour", "region", "as_of", "source"});
+  } else if (o.format == "csv" || o.format == "md") {
+    std::vector<std::vector<std::string>> cells;
     for (const auto* f : rows)
-      csv_row(out, {f->provider, f->instance, f->accelerator, std::to_string(f->count), usd(f->on_demand), usd(f->spot),
-                    f->region, f->as_of, f->source});
+      cells.push_back({f->provider, f->instance, f->accelerator, std::to_string(f->count), usd(f->on_demand), usd(f->spot),
+                       f->region, f->as_of, f->source});
+    render_rows({"provider", "instance", "accelerator", "count", "on_demand_usd_per_hour", "spot_usd_per_hour", "region",
+                 "as_of", "source"}, cells, o.format == "md", out);
   } else if (o.format == "table") {
     fmt::print(out, "{:<10} {:<38} {:<16} {:>3} {:>10} {:>10} {:>8}  {}\n", "provider", "instance", "accelerator", "n",
                "$/h", "$/GPU-h", "spot $/h", "as of");
@@ -140,7 +137,7 @@ ExitCode run_prices(const PricesOptions& o, std::ostream& out) {
                  f->accelerator, f->count, usd(f->on_demand), usd(f->per_accelerator_on_demand()), usd(f->spot), f->as_of);
     fmt::print(out, "\nSpot only where the provider publishes it. Prices change: check the date and `--format json` for sources.\n");
   } else {
-    throw InputError("unknown format \"" + o.format + "\" (expected: table, json, csv)");
+    throw InputError("unknown format \"" + o.format + "\" (expected: table, json, csv, md)");
   }
   return ExitCode::ok;
 }

@@ -38,7 +38,7 @@ void setup_infer(CLI::App& app, InferOptions& o) {
   cmd->add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Your own price in USD per GPU-hour");
   cmd->add_option("--provider", o.provider, "Price on this provider's offerings only");
   cmd->add_flag("--spot", o.spot, "Use published spot prices");
-  cmd->add_option("--format", o.format, "table (default) | json");
+  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
   add_fit_options(*cmd, o.fit);
   add_limit_options(*cmd, o.limits, false);
 }
@@ -171,7 +171,8 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
   }
   const ExitCode status = check_limits(o.limits, report, err);
   if (format == Format::json) render_json(report, out);
-  else render_infer_table(report, out);
+  else if (format == Format::table) render_infer_table(report, out);
+  else render_report_rows(report, format == Format::md, out);
   return status;
 }
 

@@ -11,7 +11,7 @@ namespace gpuplan::cli {
 void setup_models(CLI::App& app, ModelsOptions& o) {
   auto* cmd = app.add_subcommand("models", "List the built-in model presets");
   cmd->footer("Example:\n  gpuplan models --format json");
-  cmd->add_option("--format", o.format, "table (default) | json");
+  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
 }
 
 ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
@@ -29,6 +29,14 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
   }
   if (format == Format::json) {
     render_json({{"schema", schema_id}, {"command", "models"}, {"models", list}}, out);
+    return ExitCode::ok;
+  }
+  if (format == Format::csv || format == Format::md) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : list)
+      rows.push_back({m["id"].get<std::string>(), m["model_type"].get<std::string>(), std::to_string(m["params"].get<std::int64_t>()),
+                      std::to_string(m["active_params"].get<std::int64_t>()), m["name"].get<std::string>(), m["source"].get<std::string>()});
+    render_rows({"id", "model_type", "params", "active_params", "name", "source"}, rows, format == Format::md, out);
     return ExitCode::ok;
   }
   fmt::print(out, "{:<16} {:<13} {:>18} {:>18}  {}\n", "id", "model_type", "params", "active params", "name");

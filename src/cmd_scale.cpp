@@ -28,7 +28,7 @@ void setup_scale(CLI::App& app, ScaleOptions& o) {
   cmd->add_option("--provider", o.provider, "Price from this provider's offerings (with --budget)");
   cmd->add_option("--approach", o.approach, "Default approach: chinchilla-1, chinchilla-2, chinchilla-3, epoch-2024 (default)");
   cmd->add_option("--catalog", o.catalogs, "Extra catalog file(s) (repeatable)");
-  cmd->add_option("--format", o.format, "table (default) | json");
+  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
 }
 
 namespace {
@@ -104,6 +104,17 @@ ExitCode run_scale(const ScaleOptions& o, std::ostream& out) {
   report["assumptions"] = assumptions;
   if (format == Format::json) {
     render_json(report, out);
+    return ExitCode::ok;
+  }
+  if (format == Format::csv || format == Format::md) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [id, p] : approaches.items())
+      rows.push_back({id, std::to_string(p["params"].get<std::int64_t>()), std::to_string(p["tokens"].get<std::int64_t>()),
+                      fmt::format("{:.2f}", p["tokens_per_param"].get<double>()),
+                      fmt::format("{:.4f}", p["loss_chinchilla_constants"].get<double>()),
+                      fmt::format("{:.4f}", p["loss_epoch_constants"].get<double>())});
+    render_rows({"approach", "params", "tokens", "tokens_per_param", "loss_chinchilla", "loss_epoch"}, rows,
+                format == Format::md, out);
     return ExitCode::ok;
   }
   fmt::print(out, "Budget     {:.3g} FLOPs", budget.in(unit::flop));

@@ -35,7 +35,7 @@ void setup_train(CLI::App& app, TrainOptions& o) {
   add_fit_options(*cmd, o.fit);
   add_limit_options(*cmd, o.limits, true);
   cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
-  cmd->add_option("--format", o.format, "table (default) | json");
+  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
   auto& r = o.run;
   cmd->add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
   cmd->add_option("--epochs", r.epochs, "Epochs over --dataset-tokens (instead of --tokens)");
@@ -217,7 +217,8 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
   }
   const ExitCode status = check_limits(o.limits, report, err);
   if (format == Format::json) render_json(report, out);
-  else render_train_table(report, out);
+  else if (format == Format::table) render_train_table(report, out);
+  else render_report_rows(report, format == Format::md, out);
   return status;
 }
 

@@ -1,6 +1,8 @@
 // Report → text. The table and the JSON come from the same report object.
 #pragma once
 #include <iosfwd>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -9,5 +11,11 @@ namespace gpuplan::cli {
 void render_json(const nlohmann::json& report, std::ostream& out);
 void render_train_table(const nlohmann::json& report, std::ostream& out);
 void render_infer_table(const nlohmann::json& report, std::ostream& out);
+
+// A header and rows of cells as CSV (RFC 4180 quoting) or a Markdown table.
+void render_rows(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows, bool markdown,
+                 std::ostream& out);
+// train/infer reports as CSV or Markdown: one row per memory component, then the totals and the key results.
+void render_report_rows(const nlohmann::json& report, bool markdown, std::ostream& out);
 
 }  // namespace gpuplan::cli

@@ -275,6 +275,28 @@ TEST_CASE("cli: check evaluates scenarios and their limits", "[cli][check]") {
   CHECK_THAT(q.err, Catch::Contains("require_fit"));
 }
 
+TEST_CASE("cli: every command speaks table, json, csv and md", "[cli][format]") {
+  const std::vector<std::vector<std::string>> commands = {
+      {"train", "--model", "gpt2"}, {"infer", "--model", "gpt2", "--gpu", "l4"}, {"models"},
+      {"hardware", "list"}, {"hardware", "show", "h100"}, {"prices"}, {"scale", "--compute", "1e22"},
+      {"check", data + "/check/pass.json"}};
+  for (const auto& c : commands) {
+    INFO(c[0]);
+    for (const char* f : {"table", "json", "csv", "md"}) {
+      INFO(f);
+      auto args = c;
+      args.push_back("--format");
+      args.push_back(f);
+      const auto r = run(args);
+      CHECK(r.code == ExitCode::ok);
+      CHECK(!r.out.empty());
+      if (std::string(f) == "json") CHECK_NOTHROW(nlohmann::json::parse(r.out));
+      if (std::string(f) == "md") CHECK_THAT(r.out, Catch::Contains("| --- |"));
+      if (std::string(f) == "csv") CHECK(r.out.find('|') == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("cli: models lists the presets", "[cli]") {
   const auto r = run({"models", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

@@ -1,6 +1,6 @@
-# Embed every data/**/*.json into a generated header at configure time, as bytes (no string-literal limits,
+# Embed every data/**/*.json and the output schemas in docs/schema into a generated header at configure time, as bytes (no string-literal limits,
 # no #embed in C++20). Editing a data file re-runs configure.
-file(GLOB_RECURSE gpuplan_data CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/data/*.json")
+file(GLOB_RECURSE gpuplan_data CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/data/*.json" "${PROJECT_SOURCE_DIR}/docs/schema/*.json")
 list(SORT gpuplan_data)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${gpuplan_data})
 set(GPUPLAN_ARRAYS "")

@@ -116,6 +116,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   ScaleOptions scale;
   CheckOptions check;
   GenerateOptions generate;
+  SchemaOptions schema;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
@@ -123,6 +124,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   setup_prices(app, prices);
   setup_scale(app, scale);
   setup_check(app, check);
+  setup_schema(app, schema);
   setup_generate(app, generate);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -142,6 +144,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("hardware")) return run_hardware(hardware, sink);
     if (app.got_subcommand("prices")) return run_prices(prices, sink);
     if (app.got_subcommand("scale")) return run_scale(scale, sink);
+    if (app.got_subcommand("schema")) return run_schema(schema, sink);
     if (app.got_subcommand("generate")) return run_generate(app, generate, out);
   } catch (const InputError& e) {
     err << "gpuplan: " << e.what() << "\n";

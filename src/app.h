@@ -128,6 +128,12 @@ struct CheckOptions {
 void setup_check(CLI::App& app, CheckOptions& o);
 ExitCode run_check(const CheckOptions& o, std::ostream& out, std::ostream& err);
 
+struct SchemaOptions {
+  std::string name;
+};
+void setup_schema(CLI::App& app, SchemaOptions& o);
+ExitCode run_schema(const SchemaOptions& o, std::ostream& out);
+
 struct GenerateOptions {
   std::string what;
 };

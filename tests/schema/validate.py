@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Validate real gpuplan JSON outputs against the schemas the binary prints (gpuplan schema NAME).
+
+usage: validate.py GPUPLAN_BINARY TESTS_DATA_DIR
+"""
+import json
+import subprocess
+import sys
+
+import jsonschema
+
+binary, data = sys.argv[1], sys.argv[2]
+cases = [
+    ("train", ["train", "--params", "7B"]),
+    ("train", ["train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--tokens", "1T", "--max-memory", "80GB"]),
+    ("train", ["train", "--config", f"{data}/calibration/configs/train-gpt2-fp32-adamw-b8-s1024.json", "--lora-rank", "8", "--lora-targets", "c_attn"]),
+    ("infer", ["infer", "--model", "llama-3.1-8b"]),
+    ("infer", ["infer", "--model", "llama-3.1-70b", "--weights", "awq-int4", "--profile", "vllm", "--gpu", "h100", "--tp", "2"]),
+    ("infer", ["infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--gpu", "rtx-4090", "--max-context"]),
+    ("models", ["models"]),
+    ("hardware-list", ["hardware", "list"]),
+    ("hardware-show", ["hardware", "show", "mi300x"]),
+    ("prices", ["prices"]),
+    ("scale", ["scale", "--budget", "1M", "--gpu", "h100"]),
+    ("check", ["check", f"{data}/check/spec.json"]),
+]
+failed = 0
+for name, args in cases:
+    schema = json.loads(subprocess.run([binary, "schema", name], capture_output=True, text=True, check=True).stdout)
+    p = subprocess.run([binary] + args + ["--format", "json"], capture_output=True, text=True)
+    try:
+        jsonschema.validate(json.loads(p.stdout), schema)
+        print(f"ok   {name}: {' '.join(args)}")
+    except Exception as e:  # noqa: BLE001 - report every failure
+        failed += 1
+        print(f"FAIL {name}: {' '.join(args)}: {str(e).splitlines()[0]}")
+print(f"{len(cases) - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

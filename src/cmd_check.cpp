@@ -33,8 +33,8 @@ ExitCode run_check(const CheckOptions& o, std::ostream& out, std::ostream& err) 
   nlohmann::json spec;
   try {
     spec = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(o.spec + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::exception& e) {  // syntax errors, and numbers beyond double range
+    throw InputError(o.spec + ": not valid JSON (" + json_problem(e) + ")");
   }
   if (!spec.is_object() || !spec.contains("scenarios") || !spec["scenarios"].is_array() || spec["scenarios"].empty())
     throw InputError(o.spec + ": /scenarios: expected a non-empty array");

@@ -24,6 +24,14 @@ cmake --build build -j "$jobs"
 
 case "${1:-run}" in
   run) ./build/gpuplan train --params 7B --precision bf16 ;;
-  test) ctest --test-dir build --output-on-failure -j "$jobs" ;;
+  test)
+    ctest --test-dir build --output-on-failure -j "$jobs"
+    # The same tests built with clang under AddressSanitizer + UndefinedBehaviorSanitizer, plus the libFuzzer
+    # targets run for a bounded time from their seed corpus.
+    cmake -S . -B build-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DGPUPLAN_SANITIZE=ON -DGPUPLAN_FUZZ=ON >/dev/null
+    cmake --build build-asan -j "$jobs"
+    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    ;;
   *) echo "usage: tools/bootstrap.sh [run|test]" >&2; exit 2 ;;
 esac

@@ -231,8 +231,8 @@ inline void check_offering_devices(const Catalog& cat) {
 inline nlohmann::json parse_json_file(const std::string& where, const std::string& text) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw DataError(where + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::exception& e) {  // syntax errors, and numbers beyond double range
+    throw DataError(where + ": not valid JSON (" + json_problem(e) + ")");
   }
 }
 

@@ -19,4 +19,11 @@ struct DataError : Error {
   using Error::Error;
 };
 
+// nlohmann::json's exception text without its "[json.exception.parse_error.101] " prefix, for one-line errors.
+inline std::string json_problem(const std::exception& e) {
+  const std::string w = e.what();
+  const auto p = w.find("] ");
+  return p == std::string::npos ? w : w.substr(p + 2);
+}
+
 }  // namespace gpuplan

@@ -238,8 +238,8 @@ inline ModelSpec load_hf_config(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw DataError(path + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::exception& e) {  // syntax errors, and numbers beyond double range
+    throw DataError(path + ": not valid JSON (" + json_problem(e) + ")");
   }
   return model_from_hf_config(j, path);
 }

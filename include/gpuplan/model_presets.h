@@ -28,8 +28,8 @@ inline std::vector<ModelPreset> parse_presets() {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(f.bytes.begin(), f.bytes.end());
-    } catch (const nlohmann::json::parse_error& e) {
-      throw DataError(where + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+    } catch (const nlohmann::json::exception& e) {  // syntax errors, and numbers beyond double range
+      throw DataError(where + ": not valid JSON (" + json_problem(e) + ")");
     }
     if (!j.contains("models") || !j["models"].is_array()) throw DataError(where + ": /models: expected an array");
     for (std::size_t i = 0; i < j["models"].size(); ++i) {

@@ -89,3 +89,9 @@ TEST_CASE("fit_on and fit_table", "[hardware]") {
   CHECK_FALSE(rows[0].single.fits);
   CHECK(rows[0].gpus_needed == 4);
 }
+
+TEST_CASE("fuzz regression: a number beyond double range is a DataError, not a crash", "[catalog][regression]") {
+  // Found by tests/fuzz/fuzz_catalog: nlohmann::json throws out_of_range (not parse_error) for 1e1216.
+  CHECK_THROWS_WITH(detail::parse_json_file("x.json", R"({"devices": [{"memory_bytes": 1e1216}]})"),
+                    Catch::Contains("x.json: not valid JSON (number overflow"));
+}

@@ -152,7 +152,8 @@ TEST_CASE("estimate_training_memory: ZeRO paper 7.5B on 64 GPUs", "[memory][trai
     w.gpus = 64;
     w.zero = stage;
     w.profile = Profile::none;
-    const auto& m = phase(estimate_training_memory(s, w), "optimizer").at;
+    const TrainingEstimate e = estimate_training_memory(s, w);
+    const auto& m = phase(e, "optimizer").at;
     return b(m.weights + m.gradients + m.optimizer_states) * 7.5e9 / psi;  // scale to exactly 7.5B
   };
   CHECK(states(1) == Approx(31.4e9).epsilon(0.01));

@@ -86,8 +86,7 @@ inline KvDtype default_kv_dtype(Precision p) {
 
 namespace detail {
 template <class Cached>
-double sequence_kv(const ModelSpec& s, double kv_layer_tok, double tokens, Cached cached, std::int64_t first,
-                   std::int64_t last) {
+double sequence_kv(double kv_layer_tok, double tokens, Cached cached, std::int64_t first, std::int64_t last) {
   double bytes = 0;
   for (std::int64_t l = first; l < last; ++l) bytes += cached(l, tokens) * kv_layer_tok;
   return bytes;
@@ -103,7 +102,7 @@ InferenceEstimate detail_vllm(InferenceEstimate est, const ModelSpec& s, const I
   const double bs = double(VllmProfile::block_size);
   // Paged allocation: each sequence holds whole blocks.
   const double per_seq_tokens = std::ceil(context / bs) * bs;
-  const double per_seq = detail::sequence_kv(s, kv_layer_tok, per_seq_tokens, cached, 0, s.layers);
+  const double per_seq = detail::sequence_kv(kv_layer_tok, per_seq_tokens, cached, 0, s.layers);
   // Profiling run: max_num_batched_tokens through the model at once, plus fp32 logits for max_num_seqs rows.
   const double profile_tokens = double(w.chunked_prefill > 0 ? w.chunked_prefill : VllmProfile::default_max_num_batched_tokens);
   const double activations = profile_tokens * prefill_tok + double(VllmProfile::default_max_num_seqs) * double(s.vocab) * 4.0;
@@ -117,7 +116,7 @@ InferenceEstimate detail_vllm(InferenceEstimate est, const ModelSpec& s, const I
     const double budget = w.gpu_memory_utilization * w.device_memory->in(unit::bytes);
     const double pool = budget - weights - activations - graphs - ctx;
     est.serving.kv_pool = Bytes(std::max(0.0, pool));
-    const double block_bytes = detail::sequence_kv(s, kv_layer_tok, bs, cached, 0, s.layers);
+    const double block_bytes = detail::sequence_kv(kv_layer_tok, bs, cached, 0, s.layers);
     est.serving.kv_blocks = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / block_bytes)) : 0;
     // vLLM's "Maximum concurrency for N tokens per request": blocks × block_size / N (full-attention layers).
     est.serving.max_concurrency = double(*est.serving.kv_blocks) * bs / context;
@@ -148,8 +147,8 @@ InferenceEstimate detail_llama_cpp(InferenceEstimate est, const ModelSpec& s, co
   for (std::int64_t l = 0; l < s.layers; ++l) (l < n ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
   (n == s.layers ? gpu_w : host_w) += wb.output.in(unit::bytes);
   const double b = double(w.batch);
-  const double gpu_kv = b * detail::sequence_kv(s, kv_layer_tok, context, cached, 0, n);
-  const double host_kv = b * detail::sequence_kv(s, kv_layer_tok, context, cached, n, s.layers);
+  const double gpu_kv = b * detail::sequence_kv(kv_layer_tok, context, cached, 0, n);
+  const double host_kv = b * detail::sequence_kv(kv_layer_tok, context, cached, n, s.layers);
   // Compute buffer (flash attention on): logits of one micro-batch in fp32 and its widest activations, an
   // approximation of ggml's graph allocator (gguf-parser computes it op by op).
   const double ub = double(LlamaCppProfile::n_ubatch);

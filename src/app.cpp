@@ -1,6 +1,10 @@
 #include "app.h"
+#include "render.h"
 
 #include <algorithm>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -134,6 +138,8 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const int code = app.exit(e, out, err);
     return code == 0 ? ExitCode::ok : ExitCode::usage;
   }
+  // Colour only for a terminal on our own stdout, never for pipes, files or in-process callers.
+  set_colour(&out == &std::cout && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr);
   std::ostringstream discard;
   std::ostream& sink = quiet ? static_cast<std::ostream&>(discard) : out;
   try {

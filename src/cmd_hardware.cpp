@@ -46,8 +46,9 @@ ExitCode run_hardware(const HardwareOptions& o, std::ostream& out) {
   const Catalog cat = load_catalog(o.catalogs);
   if (o.show_cmd && o.show_cmd->parsed()) {
     const Device& d = cat.get(o.show_id);
-    const auto j = device_json(d);
+    auto j = device_json(d);
     if (o.format == "json") {
+      j["schema"] = schema_id;
       render_json(j, out);
       return ExitCode::ok;
     }
@@ -121,7 +122,7 @@ ExitCode run_prices(const PricesOptions& o, std::ostream& out) {
   if (o.format == "json") {
     nlohmann::json a = nlohmann::json::array();
     for (const auto* f : rows) a.push_back(offering_json(*f));
-    render_json(a, out);
+    render_json({{"schema", schema_id}, {"command", "prices"}, {"offerings", a}}, out);
   } else if (o.format == "csv" || o.format == "md") {
     std::vector<std::vector<std::string>> cells;
     for (const auto* f : rows)

@@ -8,6 +8,9 @@
 
 namespace gpuplan::cli {
 
+// Colour for tables: on only when stdout is a terminal and NO_COLOR is unset (https://no-color.org); set by run().
+void set_colour(bool on);
+
 void render_json(const nlohmann::json& report, std::ostream& out);
 void render_train_table(const nlohmann::json& report, std::ostream& out);
 void render_infer_table(const nlohmann::json& report, std::ostream& out);

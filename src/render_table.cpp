@@ -13,6 +13,11 @@ namespace gpuplan::cli {
 
 namespace {
 
+bool colour = false;
+std::string paint(const std::string& text, const char* code) {
+  return colour ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
+}
+
 using nlohmann::json;
 
 void model_lines(const json& r, std::ostream& out) {
@@ -38,12 +43,13 @@ void memory_table(const json& mem, std::ostream& out) {
     if (v <= 0) continue;
     const double share = peak > 0 ? v / peak : 0;
     fmt::print(out, "  {:<18} {:>12}  {:5.1f}%  {}\n", k, gib(v), 100 * share,
-               std::string(static_cast<std::size_t>(share * 30 + 0.5), '#'));
+               paint(std::string(static_cast<std::size_t>(share * 30 + 0.5), '#'), "36"));
   }
   fmt::print(out, "  {:<18} {:>12}\n", "live tensors", gib(peak));
   fmt::print(out, "  {:<18} {:>12}\n", "allocator slack", gib(mem["allocator_slack_bytes"].get<double>()));
   fmt::print(out, "  {:<18} {:>12}\n", "CUDA context", gib(mem["context_bytes"].get<double>()));
-  fmt::print(out, "  {:<18} {:>12}  ({:.2f} GB)\n", "total (nvidia-smi)", gib(mem["total_bytes"].get<double>()),
+  fmt::print(out, "  {:<18} {:>12}  ({:.2f} GB)\n", "total (nvidia-smi)",
+             paint(fmt::format("{:>12}", gib(mem["total_bytes"].get<double>())), "1"),
              mem["total_bytes"].get<double>() / 1e9);
   fmt::print(out, "\nPeak of each phase (live tensors):\n");
   for (const auto& p : mem["phases"])
@@ -55,7 +61,7 @@ void fit_lines(const json& r, std::ostream& out) {
   if (r.contains("fit")) {
     const json& f = r["fit"];
     fmt::print(out, "\nFit on {}: {} ({} of {} usable, {:.0f}% used, headroom {})\n", f["gpu"].get<std::string>(),
-               f["fits"].get<bool>() ? "fits" : "DOES NOT FIT", gib(f["required_bytes"].get<double>()),
+               f["fits"].get<bool>() ? paint("fits", "32") : paint("DOES NOT FIT", "31"), gib(f["required_bytes"].get<double>()),
                gib(f["capacity_bytes"].get<double>()), 100 * f["used_fraction"].get<double>(),
                gib(f["headroom_bytes"].get<double>()));
   } else if (r.contains("fit_table")) {
@@ -118,6 +124,8 @@ void assumptions(const json& r, std::ostream& out) {
 }
 
 }  // namespace
+
+void set_colour(bool on) { colour = on; }
 
 void render_train_table(const json& r, std::ostream& out) {
   model_lines(r, out);

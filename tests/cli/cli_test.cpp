@@ -126,8 +126,9 @@ TEST_CASE("cli: prices and fit verdicts", "[cli][catalog]") {
   auto r = run({"prices", "--gpu", "h100", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   const auto p = nlohmann::json::parse(r.out);
-  CHECK(p.size() >= 5);
-  for (const auto& f : p) CHECK(f["accelerator"] == "h100-sxm");
+  CHECK(p["schema"] == "gpuplan/1");
+  CHECK(p["offerings"].size() >= 5);
+  for (const auto& f : p["offerings"]) CHECK(f["accelerator"] == "h100-sxm");
   r = run({"train", "--model", "llama-3.1-8b", "--precision", "pure-bf16", "--grad-checkpointing", "--gpu", "h100",
            "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

@@ -118,10 +118,10 @@ inline constexpr double chinchilla_tokens_per_param = 20.0;
 // ---------------------------------------------------------------------------------------------------------------
 // Time at a model-FLOPs utilisation.
 
-enum class ComputeFormat { fp32, tf32, bf16, fp16, fp8 };
+enum class ComputeFormat { fp32, bf16, fp16, fp8 };
 
-// The tensor format a precision recipe runs its matmuls in: fp32 training on NVIDIA uses TF32 tensor cores by
-// default in most frameworks only when enabled; gpuplan counts plain fp32.
+// The tensor format a precision recipe runs its matmuls in (fp32 counts the plain fp32 rate: PyTorch uses TF32
+// tensor cores for fp32 matmuls only when allow_tf32 is set).
 inline ComputeFormat compute_format(Precision p) {
   switch (p) {
     case Precision::fp32: return ComputeFormat::fp32;
@@ -136,7 +136,6 @@ inline ComputeFormat compute_format(Precision p) {
 inline std::optional<double> peak_for(const Device& d, ComputeFormat f) {
   switch (f) {
     case ComputeFormat::fp32: return d.peak.fp32;
-    case ComputeFormat::tf32: return d.peak.tf32;
     case ComputeFormat::bf16: return d.peak.bf16 ? d.peak.bf16 : d.peak.fp16;
     case ComputeFormat::fp16: return d.peak.fp16 ? d.peak.fp16 : d.peak.bf16;
     case ComputeFormat::fp8: return d.peak.fp8;

@@ -3,7 +3,6 @@
 #include "catalog.h"
 #include "compute.h"
 #include "cost.h"
-#include "dtype.h"
 #include "enum_table.h"
 #include "error.h"
 #include "hardware.h"

@@ -32,8 +32,6 @@ struct PytorchProfile {
   // (rounding to 512 B / 2 MiB, split blocks that cannot be reused): median of reserved − allocated over the
   // calibration cases without recomputation, 4%.
   static constexpr double fragmentation = 0.04;
-  // Caching allocator: blocks above 1 MiB are rounded up to 2 MiB (c10/cuda/CUDACachingAllocator.cpp kRoundLarge).
-  static constexpr double large_block_round = 2.0 * 1048576.0;
 };
 
 // vLLM (v0.x–v1 docs): the engine takes gpu_memory_utilization of the device, profiles one forward pass at

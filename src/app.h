@@ -57,6 +57,10 @@ struct TrainOptions {
   ModelOptions model;
   RunOptions run;
   LimitOptions limits;
+  std::string fsdp;
+  std::string offload_optimizer = "none";
+  std::string offload_params = "none";
+  double network_gbps = 0;
   TrainingWorkload workload;
   std::string precision = "bf16";
   std::string optimizer = "adamw";

@@ -31,7 +31,12 @@ void setup_train(CLI::App& app, TrainOptions& o) {
   cmd->add_flag("--qlora", w.lora.qlora, "Base weights in NF4 with double quantization (needs --lora-rank)");
   cmd->add_option("--gpus", w.gpus, "GPUs per node, data parallel (default 1)");
   cmd->add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes");
-  cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across --gpus (0 = DDP)");
+  auto* zero = cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across --gpus (0 = DDP)");
+  cmd->add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard (= --zero 3), shard_grad_op (2), hybrid_shard (3 within "
+                                    "a node), no_shard (0)")->excludes(zero);
+  cmd->add_option("--offload-optimizer", o.offload_optimizer, "none | cpu | nvme: moments and master weights off the GPU");
+  cmd->add_option("--offload-params", o.offload_params, "none | cpu | nvme: parameter shards off the GPU (ZeRO-3)");
+  cmd->add_option("--network-bandwidth", o.network_gbps, "Per-GPU network bandwidth between nodes in GB/s (default 50)");
   add_fit_options(*cmd, o.fit);
   add_limit_options(*cmd, o.limits, true);
   cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
@@ -171,11 +176,48 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
     w.lora.targets = {"q_proj", "v_proj"};  // PEFT's default for Llama-family models
   }
   if (o.run.nodes < 1 || o.run.nodes > 100'000) throw InputError("--nodes must be between 1 and 100,000");
+  std::int64_t shard_group = 0;  // hybrid_shard: ZeRO-3 inside a node, replicas across nodes
+  if (!o.fsdp.empty()) {
+    if (o.fsdp == "full_shard") w.zero = 3;
+    else if (o.fsdp == "shard_grad_op") w.zero = 2;
+    else if (o.fsdp == "no_shard") w.zero = 0;
+    else if (o.fsdp == "hybrid_shard") { w.zero = 3; shard_group = w.gpus; }
+    else throw InputError("unknown --fsdp \"" + o.fsdp + "\" (expected: full_shard, shard_grad_op, hybrid_shard, no_shard)");
+  }
+  w.offload_optimizer = parse_enum<Offload>(offload_names, o.offload_optimizer, "offload target");
+  w.offload_params = parse_enum<Offload>(offload_names, o.offload_params, "offload target");
+  if (o.network_gbps < 0) throw InputError("--network-bandwidth must be positive");
   if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
   w.gpus *= o.run.nodes;
   const ModelSpec spec = resolve_model(o.model);
-  const TrainingEstimate est = estimate_training_memory(spec, w);
+  // Hybrid sharding shards within a node: memory as ZeRO-3 over the node's GPUs.
+  TrainingWorkload memory_w = w;
+  if (shard_group > 0) memory_w.gpus = shard_group;
+  const TrainingEstimate est = estimate_training_memory(spec, memory_w);
   nlohmann::json report = training_json(spec, w, est);
+  report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
+                       {"params", spell<Offload>(offload_names, w.offload_params)},
+                       {"host_memory_bytes", est.host_memory.in(unit::bytes)},
+                       {"nvme_bytes", est.nvme.in(unit::bytes)}};
+  {
+    const PrecisionRecipe pr = recipe_of(w.precision);
+    const bool lora = w.lora.rank > 0;
+    Communication comm = data_parallel_communication(w, double(est.shape.trainable.in(unit::params)),
+                                                     lora ? 4.0 : pr.weight, lora ? 4.0 : pr.grad);
+    report["communication"] = {{"collectives", comm.collectives},
+                               {"bytes_per_gpu_per_step", comm.bytes_per_gpu.in(unit::bytes)},
+                               {"seconds_per_step", nullptr},
+                               {"overlap", "DDP and FSDP overlap these collectives with backward compute; the time is "
+                                           "without overlap"}};
+    if (!o.fit.gpu.empty() && comm.bytes_per_gpu.in(unit::bytes) > 0) {
+      time_communication(comm, load_catalog(o.fit.catalogs).get(o.fit.gpu), o.run.nodes,
+                         o.network_gbps > 0 ? std::optional<ByteRate>(ByteRate(o.network_gbps * 1e9)) : std::nullopt);
+      report["communication"]["seconds_per_step"] = comm.time->in(unit::seconds);
+      report["communication"]["bandwidth_bytes_per_s"] = comm.bandwidth->in(unit::bytes_per_s);
+      report["communication"]["link"] = comm.link;
+    }
+  }
+
   const Catalog cat = load_catalog(o.fit.catalogs);
   const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   add_run_report(report, spec, w, o.run, cat, device);

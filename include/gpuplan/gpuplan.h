@@ -16,6 +16,7 @@
 #include "model.h"
 #include "model_hf.h"
 #include "model_presets.h"
+#include "parallel.h"
 #include "quant.h"
 #include "parse.h"
 #include "report.h"

@@ -2,6 +2,8 @@
 #include <gpuplan/model_presets.h>
 #include <gpuplan/memory/training.h>
 #include <gpuplan/parse.h>
+#include <gpuplan/parallel.h>
+#include <gpuplan/catalog.h>
 
 using namespace gpuplan;
 
@@ -201,4 +203,44 @@ TEST_CASE("validate(TrainingWorkload): rejects impossible workloads", "[memory][
   w.zero = 0;
   w.lora.qlora = true;  // without a rank
   CHECK_THROWS_AS(estimate_training_memory(llama1b(), w), InputError);
+}
+
+TEST_CASE("offload: moments and master weights move to host memory (ZeRO-Offload)", "[memory][training][parallel]") {
+  auto w = workload(Precision::bf16, Optimizer::adamw, 1, 512);
+  w.profile = Profile::none;
+  const auto on_gpu = estimate_training_memory(llama1b(), w);
+  w.offload_optimizer = Offload::cpu;
+  const auto off = estimate_training_memory(llama1b(), w);
+  // Host: fp32 master + two fp32 moments (12 B/param) and an fp32 copy of the gradients (4 B/param).
+  CHECK(off.host_memory.in(unit::bytes) == Approx(16 * N1b));
+  CHECK(b(phase(off, "optimizer").at.optimizer_states) == 0);
+  CHECK(b(phase(on_gpu, "optimizer").at.optimizer_states) == 12 * N1b);
+  CHECK(off.memory.peak_allocated < on_gpu.memory.peak_allocated);
+  w.offload_params = Offload::nvme;  // needs ZeRO-3
+  CHECK_THROWS_AS(estimate_training_memory(llama1b(), w), InputError);
+  w.gpus = 8;
+  w.zero = 3;
+  const auto inf = estimate_training_memory(llama1b(), w);
+  CHECK(inf.nvme.in(unit::bytes) == Approx(2 * N1b / 8));  // the bf16 parameter shard
+  CHECK(b(phase(inf, "optimizer").at.weights) == 0);
+}
+
+TEST_CASE("data_parallel_communication: ring collectives per GPU", "[parallel]") {
+  TrainingWorkload w;
+  w.gpus = 8;
+  // DDP: all-reduce of 1e9 bf16 gradients = 2 · 7/8 · 2 GB = 3.5 GB per GPU.
+  CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == Approx(3.5e9));
+  // ZeRO-2: reduce-scatter + all-gather, the same volume; ZeRO-3: 1.5× (ZeRO paper §7).
+  w.zero = 2;
+  CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == Approx(3.5e9));
+  w.zero = 3;
+  CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == Approx(5.25e9));
+  // On H100 NVLink (900 GB/s bidirectional = 450 one way): 5.25 GB in 11.67 ms.
+  Communication c = data_parallel_communication(w, 1e9, 2, 2);
+  time_communication(c, builtin_catalog().get("h100"), 1, std::nullopt);
+  CHECK(c.time->in(unit::seconds) == Approx(5.25e9 / 450e9));
+  time_communication(c, builtin_catalog().get("h100"), 2, std::nullopt);  // across nodes: 50 GB/s per GPU
+  CHECK(c.time->in(unit::seconds) == Approx(5.25e9 / 50e9));
+  w.gpus = 1;
+  CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == 0);
 }

@@ -33,6 +33,8 @@ struct TrainingShape {  // derived counts the report also shows
 struct TrainingEstimate {
   TrainingShape shape;
   MemoryEstimate memory;
+  Bytes host_memory{0};  // CPU RAM for offloaded optimizer states / parameters (per GPU's share)
+  Bytes nvme{0};         // NVMe for ZeRO-Infinity offload (per GPU's share)
   std::vector<std::string> assumptions;
 };
 
@@ -257,9 +259,28 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
     if (master > 0) step_temp += trainable_local * 4.0;
   }
 
+  // --- Offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari et al. 2021) ---
+  // Optimizer offload keeps the moments and fp32 master weights in host memory (or NVMe) and runs the update on
+  // the CPU; the host also holds an fp32 copy of the gradient shard to update from. Parameter offload (ZeRO-3)
+  // keeps the parameter shards there too; the GPU holds only the layers being computed (gathered).
+  double offloaded_host = 0, offloaded_nvme = 0;
+  double gpu_states = states_bytes, gpu_params = weights_sharded, gpu_step_temp = step_temp;
+  if (w.offload_optimizer != Offload::none) {
+    const double host = states_bytes + grads_bytes / grad_el * 4.0;
+    (w.offload_optimizer == Offload::cpu ? offloaded_host : offloaded_nvme) += host;
+    gpu_states = 0;
+    gpu_step_temp = 0;
+  }
+  if (w.offload_params != Offload::none) {
+    (w.offload_params == Offload::cpu ? offloaded_host : offloaded_nvme) += weights_sharded;
+    gpu_params = 0;
+  }
+  est.host_memory = Bytes(offloaded_host);
+  est.nvme = Bytes(offloaded_nvme);
+
   // --- The timeline ---
-  const double P = weights_sharded;
-  const double S = states_bytes;
+  const double P = gpu_params;
+  const double S = gpu_states;
   const double G_full = grads_bytes;
   const double accum_grads = w.grad_accum > 1 ? G_full : 0.0;  // later micro-batches find the grads allocated
   std::vector<Moment> moments;
@@ -316,7 +337,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
            base_over);
   }
   // Optimizer step.
-  moment("optimizer", "step", P, G_full, 0, 0, base_over + step_temp);
+  moment("optimizer", "step", P, G_full, 0, 0, base_over + gpu_step_temp);
 
 
   // --- The caching allocator's reserve: replay three steps' allocations in the order PyTorch makes them ---
@@ -328,8 +349,11 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
     auto trainable_group = [&](const ParamGroup& g, bool in_layer) {
       return !lora ? true : (in_layer && g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module));
     };
-    for (const auto* groups : {&inv.embedding, &inv.head}) for (const auto& g : *groups) A.malloc(double(g.numel()) * pr.weight / ((w.gpus > 1 && w.zero >= 2) ? N : 1.0));
-    for (const auto& l : inv.per_layer) for (const auto& g : l) A.malloc(double(g.numel()) * pr.weight / ((w.gpus > 1 && w.zero >= 2) ? N : 1.0));
+    const double param_share = gpu_params > 0 ? ((w.gpus > 1 && w.zero >= 2) ? 1.0 / N : 1.0) : 0.0;
+    for (const auto* groups : {&inv.embedding, &inv.head})
+      for (const auto& g : *groups) A.malloc(double(g.numel()) * pr.weight * param_share);
+    for (const auto& l : inv.per_layer)
+      for (const auto& g : l) A.malloc(double(g.numel()) * pr.weight * param_share);
     if (lora) A.malloc(adapter_bytes);
     if (ddp_buckets > 0) A.malloc(ddp_buckets);
     A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
@@ -439,7 +463,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       A.free(resid);
       // Optimizer: moments appear at the first step; the foreach implementation then makes one temporary per
       // parameter tensor; zero_grad(set_to_none=True) frees the gradients.
-      if (step == 0) {
+      if (step == 0 && gpu_states > 0) {
         const double shard = (w.gpus > 1 && w.zero >= 1) ? 1.0 / N : 1.0;
         auto add_states = [&](const ParamGroup& g, bool in_layer) {
           if (!trainable_group(g, in_layer)) return;
@@ -456,8 +480,8 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       std::vector<H> temps;
       double total_grad = 0;
       for (double x : grad_bytes) total_grad += x;
-      if (step_temp > 0 && total_grad > 0)
-        for (double x : grad_bytes) temps.push_back(A.malloc(step_temp * x / total_grad));  // one per parameter
+      if (gpu_step_temp > 0 && total_grad > 0)
+        for (double x : grad_bytes) temps.push_back(A.malloc(gpu_step_temp * x / total_grad));  // one per parameter
       for (H x : temps) A.free(x);
       for (H x : grads) A.free(x);
       grads.clear();

@@ -51,6 +51,10 @@ struct LoraSpec {
   bool qlora = false;                // base weights in NF4 with double quantization (QLoRA)
 };
 
+enum class Offload { none, cpu, nvme };
+inline constexpr std::array<Spelling<Offload>, 3> offload_names{
+    {{Offload::none, "none"}, {Offload::cpu, "cpu"}, {Offload::nvme, "nvme"}}};
+
 struct TrainingWorkload {
   std::int64_t batch = 1;        // micro-batch per GPU
   std::int64_t seq = 2048;
@@ -62,6 +66,8 @@ struct TrainingWorkload {
   LoraSpec lora;
   std::int64_t gpus = 1;         // data-parallel ranks (per node × nodes)
   int zero = 0;                  // 0: DDP (when gpus > 1), 1–3: ZeRO stage / FSDP sharding
+  Offload offload_optimizer = Offload::none;  // ZeRO-Offload / ZeRO-Infinity: moments + master weights off the GPU
+  Offload offload_params = Offload::none;     // ZeRO-3 parameter offload
   Profile profile = Profile::pytorch;
 };
 
@@ -72,6 +78,8 @@ inline void validate(const TrainingWorkload& w) {
   if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
   if (w.zero < 0 || w.zero > 3) throw InputError("--zero must be 0, 1, 2 or 3");
   if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
+  if (w.offload_params != Offload::none && w.zero != 3)
+    throw InputError("--offload-params needs --zero 3 (parameters are offloaded from their shards)");
   if (w.profile != Profile::pytorch && w.profile != Profile::none)
     throw InputError("train --profile: expected pytorch or none (vllm and llama.cpp are serving engines)");
   if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))

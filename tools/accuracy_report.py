@@ -15,7 +15,8 @@ import score  # noqa: E402  (the same command line the scorer runs)
 
 GiB = float(1 << 30)
 SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's founders)"),
-        ("measured_m1.jsonl", "Our measurements (H200, tools/measure/measure.py, plan tools/measure/plan_m1.json)")]
+        ("measured_m1.jsonl", "Our measurements (H200, tools/measure/measure.py, plan tools/measure/plan_m1.json)"),
+        ("measured_m2.jsonl", "Held-out measurements (plan tools/measure/plan_m2.json), taken after the model was built")]
 
 
 def run(binary, path):

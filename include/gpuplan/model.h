@@ -61,6 +61,7 @@ struct ModelSpec {
   bool parallel_residual = false;      // GPT-NeoX
   double dropout = 0.0;                // HF training dropout on attention/residual/embeddings (GPT-2: 0.1)
   double final_logit_softcap = 0.0;    // Gemma 2: logits = cap · tanh(logits / cap)
+  double attn_logit_softcap = 0.0;     // Gemma 2: scores = cap · tanh(scores / cap) (eager attention only)
   MoeSpec moe;
   std::vector<bool> moe_layers;        // per layer: true = MoE FFN (empty = all dense)
   bool mla_enabled = false;

@@ -105,6 +105,7 @@ inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
   s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
   s.norms_per_layer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
   s.final_logit_softcap = c.number("final_logit_softcapping", 0.0);
+  s.attn_logit_softcap = c.number("attn_logit_softcapping", 0.0);
   read_sliding(s, c, type == "mistral" || type == "mixtral" || type == "phi3");
   if (type == "gemma2" && s.sliding_window > 0 && !c.has("layer_types"))
     for (std::int64_t l = 0; l < s.layers; ++l) s.sliding_layers[static_cast<std::size_t>(l)] = l % 2 == 0;

@@ -74,6 +74,12 @@ class LayerActivationModel {
         // kernel's [b, s, heads, d] layout makes the transpose free) and the fp32 log-sum-exp per head.
         add(a, c * hq);
         add(a, 2 * c * hkv, 2);
+        // Phi-3 slices q, k and v out of one fused qkv_proj output: v stays a view of it, so SDPA keeping v keeps
+        // the whole fused tensor (q and k parts included) alive.
+        if (s_.model_type == "phi3") add(a, c * (hq + hkv));
+        // GPT-NeoX under autocast keeps two more 16-bit [tokens, h] tensors per layer than its fp32 run: the merged
+        // attention output copied for `dense` and one more cast (probed with saved_tensors_hooks on H200).
+        if (s_.family == Family::gpt_neox && d_.autocast && full_ft_) add(a, 2 * c * h, 2);
         add(a, c * hv);
         add(a, 4.0 * double(s_.heads));
         if (!full_ft_) add(a, projection_input(hv, attention_output_module()));
@@ -92,7 +98,9 @@ class LayerActivationModel {
         add(a, c * 3 * hq, 3);
         add(a, projection_input(hv, s_.family == Family::gpt2 ? "c_proj" : "o_proj"));
         const double softmax = (s_.family == Family::llama || d_.autocast) ? 4.0 : c;
-        a.score_element = softmax + (softmax != c ? c : 0.0) + drop * (1.0 + c);
+        // Gemma 2 soft-caps the scores (cap · tanh(scores / cap)): tanh's output is kept too.
+        const double softcap = s_.attn_logit_softcap > 0 ? c : 0.0;
+        a.score_element = softmax + (softmax != c ? c : 0.0) + drop * (1.0 + c) + softcap;
         break;
       }
     }

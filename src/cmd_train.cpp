@@ -195,6 +195,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
   if (shard_group > 0) memory_w.gpus = shard_group;
   const TrainingEstimate est = estimate_training_memory(spec, memory_w);
   nlohmann::json report = training_json(spec, w, est);
+  const Catalog cat = load_catalog(o.fit.catalogs);  // once per command: user files are parsed here only
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
                        {"params", spell<Offload>(offload_names, w.offload_params)},
                        {"host_memory_bytes", est.host_memory.in(unit::bytes)},
@@ -210,7 +211,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
                                {"overlap", "DDP and FSDP overlap these collectives with backward compute; the time is "
                                            "without overlap"}};
     if (!o.fit.gpu.empty() && comm.bytes_per_gpu.in(unit::bytes) > 0) {
-      time_communication(comm, load_catalog(o.fit.catalogs).get(o.fit.gpu), o.run.nodes,
+      time_communication(comm, cat.get(o.fit.gpu), o.run.nodes,
                          o.network_gbps > 0 ? std::optional<ByteRate>(ByteRate(o.network_gbps * 1e9)) : std::nullopt);
       report["communication"]["seconds_per_step"] = comm.time->in(unit::seconds);
       report["communication"]["bandwidth_bytes_per_s"] = comm.bandwidth->in(unit::bytes_per_s);
@@ -218,7 +219,6 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
     }
   }
 
-  const Catalog cat = load_catalog(o.fit.catalogs);
   const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   add_run_report(report, spec, w, o.run, cat, device);
   if (device) {

@@ -247,6 +247,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
       const auto peak = peak_for(d, compute_format(w.precision));
       if (!rows[i].gpus_needed || !peak) continue;
       const std::int64_t n = std::max(*rows[i].gpus_needed, w.gpus);
+      // Node-hours assume 8 GPUs per node (HGX/DGX boards; the catalog has no per-instance node size here).
       const TrainingTime t = training_time(flops, n, std::min<std::int64_t>(n, 8), FlopRate(*peak),
                                           o.run.mfu > 0 ? o.run.mfu : default_mfu(d, compute_format(w.precision)).mfu);
       row["run_gpus"] = n;

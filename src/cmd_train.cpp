@@ -29,9 +29,15 @@ void setup_train(CLI::App& app, TrainOptions& o) {
   cmd->add_option("--lora-rank", w.lora.rank, "LoRA rank (PEFT; adapters in fp32)");
   cmd->add_option("--lora-targets", o.lora_targets, "Comma-separated target modules (default q_proj,v_proj), or all-linear");
   cmd->add_flag("--qlora", w.lora.qlora, "Base weights in NF4 with double quantization (needs --lora-rank)");
-  cmd->add_option("--gpus", w.gpus, "GPUs per node, data parallel (default 1)");
-  cmd->add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes");
-  auto* zero = cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across --gpus (0 = DDP)");
+  cmd->add_option("--gpus", w.gpus, "GPUs per node (default 1)");
+  cmd->add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes / (tp × pp × cp)");
+  cmd->add_option("--tp", w.tp, "Tensor-parallel degree (Megatron: heads, FFN and vocabulary split; default 1)");
+  cmd->add_option("--pp", w.pp, "Pipeline-parallel stages (1F1B; --grad-accum = micro-batches per step; default 1)");
+  cmd->add_option("--vpp", w.vpp, "Model chunks per GPU for the interleaved pipeline schedule (default 1)");
+  cmd->add_flag("--sp", w.sp, "Megatron sequence parallelism inside the tensor-parallel group");
+  cmd->add_option("--cp", w.cp, "Context-parallel degree: the sequence split across GPUs (default 1)");
+  cmd->add_option("--ep", w.ep, "Expert-parallel degree (MoE; inside the data-parallel ranks; default 1)");
+  auto* zero = cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across the data-parallel ranks (0 = DDP)");
   cmd->add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard (= --zero 3), shard_grad_op (2), hybrid_shard (3 within "
                                     "a node), no_shard (0)")->excludes(zero);
   cmd->add_option("--offload-optimizer", o.offload_optimizer, "none | cpu | nvme: moments and master weights off the GPU");
@@ -196,46 +202,73 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
   const TrainingEstimate est = estimate_training_memory(spec, memory_w);
   nlohmann::json report = training_json(spec, w, est);
   const Catalog cat = load_catalog(o.fit.catalogs);  // once per command: user files are parsed here only
+  const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
                        {"params", spell<Offload>(offload_names, w.offload_params)},
                        {"host_memory_bytes", est.host_memory.in(unit::bytes)},
                        {"nvme_bytes", est.nvme.in(unit::bytes)}};
+  report["parallel"] = {{"data", w.dp()},       {"tensor", w.tp},  {"pipeline", w.pp}, {"virtual_stages", w.vpp},
+                        {"sequence_parallel", w.sp}, {"context", w.cp}, {"expert", w.ep},
+                        {"stage", est.stage.index}, {"stage_layers", est.stage.layers},
+                        {"in_flight_microbatches", est.stage.in_flight},
+                        {"pipeline_bubble_fraction", pipeline_bubble(w)}};
   {
     const PrecisionRecipe pr = recipe_of(w.precision);
     const bool lora = w.lora.rank > 0;
-    Communication comm = data_parallel_communication(w, double(est.shape.trainable.in(unit::params)),
-                                                     lora ? 4.0 : pr.weight, lora ? 4.0 : pr.grad);
-    report["communication"] = {{"collectives", comm.collectives},
-                               {"bytes_per_gpu_per_step", comm.bytes_per_gpu.in(unit::bytes)},
-                               {"seconds_per_step", nullptr},
-                               {"overlap", "DDP and FSDP overlap these collectives with backward compute; the time is "
-                                           "without overlap"}};
-    if (!o.fit.gpu.empty() && comm.bytes_per_gpu.in(unit::bytes) > 0) {
-      time_communication(comm, cat.get(o.fit.gpu), o.run.nodes,
-                         o.network_gbps > 0 ? std::optional<ByteRate>(ByteRate(o.network_gbps * 1e9)) : std::nullopt);
-      report["communication"]["seconds_per_step"] = comm.time->in(unit::seconds);
-      report["communication"]["bandwidth_bytes_per_s"] = comm.bandwidth->in(unit::bytes_per_s);
-      report["communication"]["link"] = comm.link;
+    std::vector<Communication> comms{data_parallel_communication(w, double(est.shape.trainable_on_gpu.in(unit::params)),
+                                                                 lora ? 4.0 : pr.weight, lora ? 4.0 : pr.grad)};
+    for (auto& c : model_parallel_communication(spec, w, est.stage.layers, pr.compute)) comms.push_back(std::move(c));
+    const std::int64_t per_node = w.gpus / o.run.nodes;
+    const std::optional<ByteRate> network =
+        o.network_gbps > 0 ? std::optional<ByteRate>(ByteRate(o.network_gbps * 1e9)) : std::nullopt;
+    nlohmann::json by_kind = nlohmann::json::array();
+    double bytes = 0, seconds = 0;
+    std::string names;
+    for (auto& c : comms) {
+      if (c.bytes_per_gpu.in(unit::bytes) <= 0) continue;
+      if (device) time_communication(c, *device, group_spans_nodes(c, w, per_node), network);
+      bytes += c.bytes_per_gpu.in(unit::bytes);
+      if (c.time) seconds += c.time->in(unit::seconds);
+      names += (names.empty() ? "" : "; ") + c.collectives;
+      by_kind.push_back({{"parallelism", c.kind},
+                         {"collectives", c.collectives},
+                         {"bytes_per_gpu_per_step", c.bytes_per_gpu.in(unit::bytes)},
+                         {"seconds_per_step", c.time ? nlohmann::json(c.time->in(unit::seconds)) : nlohmann::json(nullptr)},
+                         {"link", c.time ? nlohmann::json(c.link) : nlohmann::json(nullptr)},
+                         {"bandwidth_bytes_per_s", c.bandwidth ? nlohmann::json(c.bandwidth->in(unit::bytes_per_s))
+                                                               : nlohmann::json(nullptr)},
+                         {"across_nodes", c.across_nodes},
+                         {"overlap", c.overlap}});
     }
+    report["communication"] = {{"collectives", names.empty() ? comms.front().collectives : names},
+                               {"bytes_per_gpu_per_step", bytes},
+                               {"seconds_per_step", device && bytes > 0 ? nlohmann::json(seconds) : nlohmann::json(nullptr)},
+                               {"by_parallelism", by_kind},
+                               {"overlap", "seconds_per_step adds every collective without overlap; each entry says "
+                                           "which ones frameworks hide behind compute"}};
   }
 
-  const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   add_run_report(report, spec, w, o.run, cat, device);
   if (device) {
     report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
   } else {
     // How many GPUs of each kind: the same workload data-parallel over n GPUs with ZeRO-3 (FSDP full shard),
     // or with the stage the user chose.
+    // With model parallelism each data-parallel replica is tp × pp × cp GPUs.
     const int stage = w.zero > 0 ? w.zero : 3;
+    const std::int64_t replica = w.tp * w.pp * w.cp;
     auto per_gpu = [&](std::int64_t n) {
       TrainingWorkload v = w;
-      v.gpus = n;
-      v.zero = stage;
+      v.gpus = n * replica;
+      v.zero = n > 1 ? stage : w.zero;
+      v.ep = n % w.ep == 0 ? w.ep : 1;
       return estimate_training_memory(spec, v).memory.total;
     };
-    const auto rows = fit_table(cat.devices, est.memory.total, per_gpu);
-    report["fit_table"] = fit_table_json(rows, "smallest power-of-two data-parallel degree with ZeRO-" +
-                                                   std::to_string(stage) +
+    auto rows = fit_table(cat.devices, est.memory.total, per_gpu);
+    for (auto& r : rows)
+      if (r.gpus_needed) *r.gpus_needed *= replica;
+    report["fit_table"] = fit_table_json(rows, "smallest power-of-two data-parallel degree (× tp·pp·cp GPUs per "
+                                               "replica) with ZeRO-" + std::to_string(stage) +
                                                    " whose per-GPU estimate fits in the device's usable memory");
     // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, at
     // the device's default MFU, priced at its cheapest on-demand offering.

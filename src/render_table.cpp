@@ -72,7 +72,11 @@ void fit_lines(const json& r, std::ostream& out) {
       else if (!d["gpus_needed"].is_null()) more += (more.empty() ? "" : ", ") + id + " ×" + std::to_string(d["gpus_needed"].get<int>());
       else none += (none.empty() ? "" : ", ") + id;
     }
-    fmt::print(out, "\nFits on one: {}\n", one.empty() ? "none" : one);
+    // "One" is the layout as given: one GPU, or the user's GPUs (train --gpus/--nodes, infer --tp).
+    const json& w = r["workload"];
+    const std::int64_t given = w.contains("gpus") ? w["gpus"].get<std::int64_t>() : w.value("tp", std::int64_t{1});
+    fmt::print(out, "\n{}: {}\n", given > 1 ? fmt::format("Fits as given ({} GPUs)", given) : std::string("Fits on one"),
+               one.empty() ? "none" : one);
     if (!more.empty()) fmt::print(out, "Needs more:  {}\n             ({})\n", more, r["fit_table"]["gpus_needed_means"].get<std::string>());
     if (!none.empty()) fmt::print(out, "Not within 1024 GPUs: {}\n", none);
     std::vector<const json*> priced;
@@ -127,6 +131,34 @@ void assumptions(const json& r, std::ostream& out) {
 
 void set_colour(bool on) { colour = on; }
 
+// Parallel layout, what one GPU sends per step, and the host memory offload needs.
+void distributed_lines(const json& r, std::ostream& out) {
+  const json& p = r["parallel"];
+  const auto pp = p["pipeline"].get<std::int64_t>();
+  if (r["workload"]["gpus"].get<std::int64_t>() > 1) {
+    fmt::print(out, "Parallel   dp {} × tp {}{} × pp {} × cp {}, ep {}", p["data"].get<std::int64_t>(),
+               p["tensor"].get<std::int64_t>(), p["sequence_parallel"].get<bool>() ? " (sequence parallel)" : "", pp,
+               p["context"].get<std::int64_t>(), p["expert"].get<std::int64_t>());
+    if (pp > 1)
+      fmt::print(out, "; memory of pipeline stage {} ({} layers, {:.3g} micro-batches in flight), bubble {:.1f}%",
+                 p["stage"].get<std::int64_t>(), p["stage_layers"].get<std::int64_t>(),
+                 p["in_flight_microbatches"].get<double>(), 100 * p["pipeline_bubble_fraction"].get<double>());
+    fmt::print(out, "\n");
+  }
+  for (const auto& c : r["communication"]["by_parallelism"]) {
+    fmt::print(out, "Comms/step {:<8} {:>10} per GPU", c["parallelism"].get<std::string>(),
+               gib(c["bytes_per_gpu_per_step"].get<double>()));
+    if (!c["seconds_per_step"].is_null())
+      fmt::print(out, ", {:.3f} s over {}", c["seconds_per_step"].get<double>(), c["link"].get<std::string>());
+    fmt::print(out, " ({}; {})\n", c["collectives"].get<std::string>(), c["overlap"].get<std::string>());
+  }
+  const json& o = r["offload"];
+  if (o["host_memory_bytes"].get<double>() > 0 || o["nvme_bytes"].get<double>() > 0)
+    fmt::print(out, "Offload    host RAM {} and NVMe {} per GPU (optimizer: {}, parameters: {})\n",
+               gib(o["host_memory_bytes"].get<double>()), gib(o["nvme_bytes"].get<double>()),
+               o["optimizer"].get<std::string>(), o["params"].get<std::string>());
+}
+
 void render_train_table(const json& r, std::ostream& out) {
   model_lines(r, out);
   const json& w = r["workload"];
@@ -138,6 +170,7 @@ void render_train_table(const json& r, std::ostream& out) {
     fmt::print(out, "           LoRA rank {}{}: {} trainable parameters\n", w["lora"]["rank"].get<std::int64_t>(),
                w["lora"]["qlora"].get<bool>() ? " (QLoRA, NF4 base)" : "", grouped(r["trainable_params"].get<std::int64_t>()));
   memory_table(r["memory"], out);
+  distributed_lines(r, out);
   fit_lines(r, out);
   run_lines(r, out);
   assumptions(r, out);

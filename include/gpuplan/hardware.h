@@ -97,7 +97,7 @@ template <class PerGpu>
 std::vector<FitRow> fit_table(const std::vector<Device>& devices, Bytes required, PerGpu per_gpu,
                               std::int64_t max_gpus = 1024) {
   std::vector<std::pair<std::int64_t, Bytes>> by_n;
-  for (std::int64_t n = 1; n <= max_gpus; n *= 2) by_n.emplace_back(n, n == 1 ? required : per_gpu(n));
+  for (std::int64_t n = 1; n <= max_gpus; n *= 2) by_n.emplace_back(n, per_gpu(n));
   std::vector<FitRow> rows;
   for (const auto& d : devices) {
     FitRow r;

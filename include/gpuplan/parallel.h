@@ -1,8 +1,12 @@
-// Data-parallel communication per optimizer step: what each GPU sends in its collectives, and how long that takes
-// on the link between the GPUs (NVLink inside a node, the network between nodes).
+// Parallelism: which part of the model a GPU holds (tensor, pipeline, expert parallelism), how many micro-batches a
+// pipeline stage keeps in flight, the pipeline bubble, and what each GPU sends per optimizer step in every
+// collective, with the time that takes on the link between the GPUs (NVLink inside a node, the network between).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hardware.h"
 #include "memory/workload.h"
@@ -11,9 +15,95 @@
 
 namespace gpuplan {
 
+// ---------------------------------------------------------------------------------------------------------------
+// Pipeline stages
+
+struct PipelineStage {
+  std::int64_t index = 0;        // 0 = first stage
+  std::int64_t first_layer = 0;  // decoder layers [first_layer, first_layer + layers)
+  std::int64_t layers = 0;
+  bool embedding = true;         // holds the token embedding (first stage)
+  bool head = true;              // holds the final norm, lm_head and loss (last stage)
+  double in_flight = 1;          // micro-batches whose saved activations the stage holds at its peak
+};
+
+// Micro-batches in flight on pipeline rank r under 1F1B (Narayanan et al. 2021 §2.2): warm-up forwards pp − r,
+// capped by the micro-batches per step. Interleaved (v model chunks per GPU, Megatron-LM schedules.py): the
+// warm-up is 2·(pp − r − 1) + (v − 1)·pp chunk-forwards plus the one in progress, each chunk 1/v of the stage —
+// on the first stage pp + (pp − 1)/v stage-equivalents, Megatron's interleaving penalty 1 + (pp − 1)/(pp·v).
+inline double in_flight_microbatches(std::int64_t r, std::int64_t pp, std::int64_t v, std::int64_t microbatches) {
+  if (pp <= 1) return 1;
+  if (v <= 1) return double(std::min(pp - r, microbatches));
+  const double chunks = double(std::min(2 * (pp - r - 1) + (v - 1) * pp + 1, microbatches * v));
+  return chunks / double(v);
+}
+
+// Stages worth evaluating: the first (most layers — uneven splits give it the extra — and the most micro-batches in
+// flight) and the last (lm_head, logits and loss). Megatron puts ceil(L/pp) layers on the first stage.
+inline std::vector<PipelineStage> pipeline_stages(std::int64_t layers, const TrainingWorkload& w) {
+  if (w.pp <= 1) return {PipelineStage{0, 0, layers, true, true, 1}};
+  const std::int64_t first = (layers + w.pp - 1) / w.pp;
+  const std::int64_t rest = layers - first;
+  const std::int64_t last = rest - (w.pp - 2) * (rest / (w.pp - 1));  // the remainder after the middle stages
+  return {PipelineStage{0, 0, first, true, false, in_flight_microbatches(0, w.pp, w.vpp, w.grad_accum)},
+          PipelineStage{w.pp - 1, layers - last, last, false, true, in_flight_microbatches(w.pp - 1, w.pp, w.vpp, w.grad_accum)}};
+}
+
+// Idle fraction of a pipeline step: (pp − 1)/(v·m) of the ideal time (Narayanan et al. 2021, §2.2.1–2.2.2).
+inline double pipeline_bubble(const TrainingWorkload& w) {
+  return w.pp <= 1 ? 0.0 : double(w.pp - 1) / double(w.vpp * w.grad_accum);
+}
+
+// The part of the model one GPU holds, as a model of its own: Megatron tensor parallelism splits the attention heads
+// (q/k/v column-parallel, the output row-parallel), the FFN width and the vocabulary (vocab-parallel embedding and
+// lm_head) across the tp ranks; norms, the router and MLA's down-projections stay replicated (Shoeybi et al. 2019
+// §3). A pipeline stage holds its layers only; with pp > 1 the last stage keeps its own copy of a tied embedding for
+// the output layer (Megatron: embedding grads all-reduced between first and last stage).
+inline ModelSpec rank_model(const ModelSpec& s, const TrainingWorkload& w, const PipelineStage& st) {
+  ModelSpec r = s;
+  const std::int64_t tp = w.tp;
+  auto split = [&](std::int64_t v, const char* what) {
+    if (v % tp != 0)
+      throw InputError("--tp " + std::to_string(tp) + " does not divide the model's " + what + " (" +
+                       std::to_string(v) + ")");
+    return v / tp;
+  };
+  if (tp > 1) {
+    r.heads = split(s.heads, "attention heads");
+    r.kv_heads = split(s.kv_heads, "key/value heads");
+    r.intermediate = split(s.intermediate, "FFN width");
+    if (s.moe.experts > 0) {
+      r.moe.intermediate = split(s.moe.intermediate, "expert FFN width");
+      r.moe.shared_intermediate = s.moe.shared_experts > 0 ? split(s.moe.shared_intermediate, "shared-expert FFN width") : 0;
+    }
+    r.vocab = (s.vocab + tp - 1) / tp;  // Megatron pads the vocabulary to a multiple of tp (and 128)
+  }
+  if (w.ep > 1 && s.moe.experts == 0) throw InputError("--ep needs a mixture-of-experts model");
+  if (w.ep > 1 && s.moe.experts % w.ep != 0)
+    throw InputError("--ep " + std::to_string(w.ep) + " does not divide the model's " + std::to_string(s.moe.experts) +
+                     " experts");
+  if (w.pp > 1) {
+    if (s.layers < w.pp) throw InputError("--pp " + std::to_string(w.pp) + " exceeds the model's " + std::to_string(s.layers) + " layers");
+    r.layers = st.layers;
+    auto slice = [&](const std::vector<bool>& v) {
+      return v.empty() ? v : std::vector<bool>(v.begin() + st.first_layer, v.begin() + st.first_layer + st.layers);
+    };
+    r.moe_layers = slice(s.moe_layers);
+    r.sliding_layers = slice(s.sliding_layers);
+    r.tied_embeddings = false;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Communication
+
 struct Communication {
+  std::string kind;              // data, tensor, pipeline, context, expert
   std::string collectives;       // which collectives, in words
-  Bytes bytes_per_gpu{0};        // sent (= received) per GPU per step
+  Bytes bytes_per_gpu{0};        // sent (= received) per GPU per optimizer step
+  std::string overlap;           // whether frameworks hide it behind compute, in words
+  bool across_nodes = false;     // the group spans nodes (Megatron rank order: tp innermost, then cp, dp, pp)
   std::optional<Seconds> time;   // at the link's one-way bandwidth, without overlap
   std::optional<ByteRate> bandwidth;
   std::string link;
@@ -22,15 +112,19 @@ struct Communication {
 // Ring collectives move (N−1)/N of the buffer per GPU for a reduce-scatter or an all-gather, twice that for an
 // all-reduce (Patarasuk & Yuan 2009). DDP all-reduces the gradients; ZeRO-1/2 reduce-scatter the gradients and
 // all-gather the updated parameters (the same volume); ZeRO-3 also all-gathers the parameters in forward and again
-// in backward: 1.5× (ZeRO paper §7).
+// in backward: 1.5× (ZeRO paper §7). `trainable_params` is what one GPU's data-parallel group replicates (its
+// tensor/pipeline shard).
 inline Communication data_parallel_communication(const TrainingWorkload& w, double trainable_params,
                                                  double param_bytes, double grad_bytes) {
   Communication c;
-  if (w.gpus <= 1) {
-    c.collectives = "none (one GPU)";
+  c.kind = "data";
+  c.overlap = "DDP and FSDP overlap it with backward compute";
+  const std::int64_t dp = w.dp();
+  if (dp <= 1) {
+    c.collectives = "none (one data-parallel rank)";
     return c;
   }
-  const double n = double(w.gpus), ring = (n - 1) / n;
+  const double n = double(dp), ring = (n - 1) / n;
   const double grads = trainable_params * grad_bytes, params = trainable_params * param_bytes;
   switch (w.zero) {
     case 0:
@@ -50,17 +144,88 @@ inline Communication data_parallel_communication(const TrainingWorkload& w, doub
   return c;
 }
 
+// Model-parallel traffic per optimizer step (m = grad_accum micro-batches of b·s/cp tokens per GPU, c-byte
+// activations, L_stage layers on the GPU).
+//  tensor:   Megatron's f/g operators all-reduce a [tokens, h] activation twice per layer in forward and twice in
+//            backward (Shoeybi et al. 2019 §3), two more when full recomputation repeats the forward; sequence
+//            parallelism swaps each for an all-gather + reduce-scatter of the same volume (Korthikanti et al. §4.2.2).
+//  pipeline: each micro-batch sends its activation forward and receives its gradient back, once per model chunk
+//            (÷tp with sequence parallelism: only the shard crosses).
+//  context:  ring attention passes the K/V blocks around the cp ranks in forward, and K/V plus their gradients in
+//            backward (Liu et al. 2023; Megatron-Core / torch context parallel).
+//  expert:   token dispatch and combine all-to-alls in forward and in backward, (ep−1)/ep of the routed tokens leave
+//            the GPU (Lepikhin et al. 2020).
+inline Communication collective(std::string kind, std::string what, Bytes bytes, std::string overlap) {
+  Communication c;
+  c.kind = std::move(kind);
+  c.collectives = std::move(what);
+  c.bytes_per_gpu = bytes;
+  c.overlap = std::move(overlap);
+  return c;
+}
+
+inline std::vector<Communication> model_parallel_communication(const ModelSpec& s, const TrainingWorkload& w,
+                                                               std::int64_t stage_layers, double activation_bytes) {
+  std::vector<Communication> out;
+  const double m = double(w.grad_accum), L = double(stage_layers), h = double(s.hidden), c = activation_bytes;
+  const double tokens = double(w.batch) * std::ceil(double(w.seq) / double(w.cp));
+  const double act = tokens * h * c;
+  if (w.tp > 1) {
+    const double t = double(w.tp);
+    const double per_layer = 4.0 + (w.recompute == Recompute::full ? 2.0 : 0.0);
+    out.push_back(collective("tensor",
+                   w.sp ? "all-gather + reduce-scatter of the layer activations (sequence parallel)"
+                        : "all-reduce of the layer activations",
+                   Bytes(m * L * per_layer * 2.0 * (t - 1) / t * act),
+                   "on the critical path (Megatron without TP communication overlap)"));
+  }
+  if (w.pp > 1)
+    out.push_back(collective("pipeline", "point-to-point send/receive of activations and their gradients",
+                   Bytes(m * double(w.vpp) * 2.0 * act / (w.sp ? double(w.tp) : 1.0)),
+                   "overlapped with compute in the steady state; the bubble is reported separately"));
+  if (w.cp > 1) {
+    const double kv = tokens * 2.0 * double(s.kv_dim()) / double(w.tp) * c;  // this GPU's K and V block
+    out.push_back(collective("context", "ring exchange of K/V blocks (forward) and of K/V and their gradients (backward)",
+                   Bytes(m * L * 3.0 * double(w.cp - 1) * kv),
+                   "overlapped with the attention blocks of the ring"));
+  }
+  std::int64_t moe_layers = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) moe_layers += s.is_moe_layer(l) ? 1 : 0;
+  if (w.ep > 1 && moe_layers > 0) {
+    const double e = double(w.ep);
+    const double routed = tokens / (w.sp ? double(w.tp) : 1.0) * double(s.moe.experts_per_token) * h * c;
+    const double moe_on_stage = double(moe_layers) * L / double(s.layers);
+    out.push_back(collective("expert", "all-to-all dispatch and combine of routed tokens, forward and backward",
+                   Bytes(m * moe_on_stage * 4.0 * (e - 1) / e * routed), "on the critical path"));
+  }
+  return out;
+}
+
+// Which groups span nodes: Megatron orders ranks tp (innermost), cp, dp (with ep inside), pp (outermost); a group
+// whose ranks are stride × size apart stays inside a node of `gpus_per_node` when stride × size ≤ gpus_per_node.
+inline bool group_spans_nodes(const Communication& c, const TrainingWorkload& w, std::int64_t gpus_per_node) {
+  const std::int64_t tp = w.tp, cp = w.cp, dp = w.dp();
+  std::int64_t extent = 1;
+  if (c.kind == "tensor") extent = tp;
+  else if (c.kind == "context") extent = tp * cp;
+  else if (c.kind == "expert") extent = tp * cp * w.ep;
+  else if (c.kind == "data") extent = tp * cp * dp;
+  else if (c.kind == "pipeline") extent = w.gpus;
+  return extent > gpus_per_node;
+}
+
 // Per GPU, one way: NVLink figures in the catalog are bidirectional (NVLink 4: 900 GB/s = 450 each way). Across
 // nodes the network limits: network_bandwidth per GPU (default 50 GB/s: one 400 Gb/s NIC per GPU, as in DGX H100).
-inline void time_communication(Communication& c, const Device& d, std::int64_t nodes,
+inline void time_communication(Communication& c, const Device& d, bool across_nodes,
                                std::optional<ByteRate> network_bandwidth) {
+  c.across_nodes = across_nodes;
   if (c.bytes_per_gpu.in(unit::bytes) <= 0) return;
   const ByteRate network = network_bandwidth.value_or(ByteRate(50e9));
   std::optional<ByteRate> nvlink;
   if (d.interconnect_bandwidth) nvlink = ByteRate(d.interconnect_bandwidth->in(unit::bytes_per_s) / 2);
-  if (nodes > 1 || !nvlink) {
-    c.bandwidth = nodes > 1 ? network : ByteRate(std::min(network.in(unit::bytes_per_s), 32e9));
-    c.link = nodes > 1 ? "network between nodes" : "PCIe (no GPU interconnect in the catalog; 32 GB/s, PCIe 5 x16)";
+  if (across_nodes || !nvlink) {
+    c.bandwidth = across_nodes ? network : ByteRate(std::min(network.in(unit::bytes_per_s), 32e9));
+    c.link = across_nodes ? "network between nodes" : "PCIe (no GPU interconnect in the catalog; 32 GB/s, PCIe 5 x16)";
   } else {
     c.bandwidth = nvlink;
     c.link = d.interconnect + " (one way)";

@@ -100,7 +100,7 @@ inline nlohmann::json training_json(const ModelSpec& s, const TrainingWorkload& 
            {{"batch", w.batch},
             {"seq", w.seq},
             {"grad_accum", w.grad_accum},
-            {"tokens_per_step", w.batch * w.seq * w.grad_accum * w.gpus},
+            {"tokens_per_step", w.batch * w.seq * w.grad_accum * w.dp()},
             {"precision", spell<Precision>(precision_names, w.precision)},
             {"optimizer", spell<Optimizer>(optimizer_names, w.optimizer)},
             {"recompute", spell<Recompute>(recompute_names, w.recompute)},
@@ -110,6 +110,7 @@ inline nlohmann::json training_json(const ModelSpec& s, const TrainingWorkload& 
             {"zero", w.zero},
             {"profile", spell<Profile>(profile_names, w.profile)}}},
           {"trainable_params", e.shape.trainable.in(unit::params)},
+          {"trainable_params_on_gpu", e.shape.trainable_on_gpu.in(unit::params)},
           {"memory", detail::memory_json(e.memory)},
           {"assumptions", e.assumptions}};
 }

@@ -1,5 +1,6 @@
 // The CLI in-process: cli::run() on argument vectors, its exit status, stdout and stderr.
 #include <cmath>
+#include <map>
 #include <functional>
 #include <sstream>
 
@@ -84,6 +85,13 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"train", "--params", "7B", "--qlora"}, ExitCode::usage, "--lora-rank"},
       {{"train", "--params", "7B", "--zero", "5"}, ExitCode::usage, "--zero"},
       {{"train", "--params", "7B", "--batch", "abc"}, ExitCode::usage, "--batch"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "6", "--tp", "4"}, ExitCode::usage, "multiple of tp"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "3", "--tp", "3"}, ExitCode::usage, "--tp 3 does not divide"},
+      {{"train", "--model", "llama-3.1-8b", "--sp"}, ExitCode::usage, "--sp"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "2", "--ep", "2"}, ExitCode::usage, "mixture-of-experts"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "4", "--pp", "4", "--vpp", "2", "--grad-accum", "6"}, ExitCode::usage, "multiple of --pp"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "2", "--cp", "2", "--attention", "eager"}, ExitCode::usage, "--cp"},
+      {{"train", "--model", "llama-3.1-8b", "--tp", "0"}, ExitCode::usage, "--tp"},
       {{"train"}, ExitCode::usage, "--params, --model or --config"},
       {{"train", "--model", "nope"}, ExitCode::usage, "unknown model"},
       {{"train", "--config", data + "/configs/none.json"}, ExitCode::data, "cannot open"},
@@ -303,4 +311,40 @@ TEST_CASE("cli: models lists the presets", "[cli]") {
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["models"].size() >= 28);
+}
+
+TEST_CASE("cli: train with tensor, pipeline and expert parallelism", "[cli][parallel]") {
+  auto r = run({"train", "--model", "llama-3.1-70b", "--gpus", "8", "--nodes", "4", "--tp", "8", "--sp", "--pp", "2",
+                "--grad-accum", "16", "--zero", "1", "--seq", "8192", "--gpu", "h100", "--tokens", "1T", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["parallel"]["data"] == 2);
+  CHECK(j["parallel"]["stage"] == 0);  // the first stage: 40 layers, 2 micro-batches in flight
+  CHECK(j["parallel"]["in_flight_microbatches"] == 2.0);
+  CHECK(j["parallel"]["pipeline_bubble_fraction"].get<double>() == Approx(1.0 / 16));
+  CHECK(j["workload"]["tokens_per_step"] == 8192 * 16 * 2);
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& c : j["communication"]["by_parallelism"]) by[c["parallelism"]] = c;
+  REQUIRE(by.count("tensor"));
+  REQUIRE(by.count("pipeline"));
+  REQUIRE(by.count("data"));
+  CHECK_FALSE(by["tensor"]["across_nodes"].get<bool>());  // tp 8 inside a node of 8
+  CHECK(by["data"]["across_nodes"].get<bool>());           // dp replicas 16 GPUs apart
+  CHECK(by["tensor"]["link"].get<std::string>().find("NVLink") != std::string::npos);
+  // Each rank holds 1/8 of a layer's weights: bf16 weights of the 40 layers + embedding on stage 0.
+  const double weights = j["memory"]["components"]["weights"].get<double>();
+  CHECK(weights == Approx(2.0 * j["trainable_params_on_gpu"].get<double>()));
+  CHECK(weights < 2.0 * 70.6e9 / 16);
+
+  r = run({"train", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--zero", "1", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["trainable_params"] == j["model"]["params"]);
+  CHECK(j["trainable_params_on_gpu"].get<double>() < 0.3 * j["model"]["params"].get<double>());
+  CHECK(j["communication"]["by_parallelism"][1]["parallelism"] == "expert");
+
+  r = run({"train", "--model", "llama-3.1-70b", "--gpus", "16", "--tp", "8", "--pp", "2", "--grad-accum", "8"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(r.out, Catch::Contains("pipeline stage 0"));
+  CHECK_THAT(r.out, Catch::Contains("Comms/step tensor"));
 }

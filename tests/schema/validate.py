@@ -12,6 +12,8 @@ import jsonschema
 binary, data = sys.argv[1], sys.argv[2]
 cases = [
     ("train", ["train", "--params", "7B"]),
+    ("train", ["train", "--model", "llama-3.1-70b", "--gpus", "8", "--nodes", "4", "--tp", "8", "--sp", "--pp", "2", "--grad-accum", "16", "--zero", "1", "--gpu", "h100", "--tokens", "1T"]),
+    ("train", ["train", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--zero", "1", "--cp", "1"]),
     ("train", ["train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--tokens", "1T", "--max-memory", "80GB"]),
     ("train", ["train", "--config", f"{data}/calibration/configs/train-gpt2-fp32-adamw-b8-s1024.json", "--lora-rank", "8", "--lora-targets", "c_attn"]),
     ("infer", ["infer", "--model", "llama-3.1-8b"]),

@@ -237,9 +237,9 @@ TEST_CASE("data_parallel_communication: ring collectives per GPU", "[parallel]")
   CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == Approx(5.25e9));
   // On H100 NVLink (900 GB/s bidirectional = 450 one way): 5.25 GB in 11.67 ms.
   Communication c = data_parallel_communication(w, 1e9, 2, 2);
-  time_communication(c, builtin_catalog().get("h100"), 1, std::nullopt);
+  time_communication(c, builtin_catalog().get("h100"), false, std::nullopt);
   CHECK(c.time->in(unit::seconds) == Approx(5.25e9 / 450e9));
-  time_communication(c, builtin_catalog().get("h100"), 2, std::nullopt);  // across nodes: 50 GB/s per GPU
+  time_communication(c, builtin_catalog().get("h100"), true, std::nullopt);  // across nodes: 50 GB/s per GPU
   CHECK(c.time->in(unit::seconds) == Approx(5.25e9 / 50e9));
   w.gpus = 1;
   CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == 0);

@@ -24,6 +24,7 @@ class CachingAllocatorModel {
   static constexpr std::uint64_t kRoundLarge = 2 << 20;           // larger segments are rounded to 2 MiB
 
   Handle malloc(double bytes) {
+    if (bytes <= 0) return none;  // nothing to allocate (a tensor this rank does not hold)
     const std::uint64_t size = round_size(bytes);
     const bool small = size <= kSmallSize;
     auto& pool = small ? small_free_ : large_free_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "../enum_table.h"
 #include "../error.h"
 #include "../model.h"
+#include "../parallel.h"
 #include "../units.h"
 #include "activations.h"
 #include "allocator.h"
@@ -26,12 +28,14 @@ namespace gpuplan {
 struct TrainingShape {  // derived counts the report also shows
   Params params{0};
   Params active_params{0};
-  Params trainable{0};
+  Params trainable{0};        // in the whole model
+  Params trainable_on_gpu{0}; // on the reported GPU's tensor/pipeline/expert shard, before ZeRO
   Bytes activation_bytes_per_token_per_layer{0};  // average over layers, excluding s² terms
 };
 
 struct TrainingEstimate {
   TrainingShape shape;
+  PipelineStage stage;    // the most-loaded pipeline stage, whose GPU the memory is for
   MemoryEstimate memory;
   Bytes host_memory{0};  // CPU RAM for offloaded optimizer states / parameters (per GPU's share)
   Bytes nvme{0};         // NVMe for ZeRO-Infinity offload (per GPU's share)
@@ -41,24 +45,49 @@ struct TrainingEstimate {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const TrainingWorkload& w) {
-  validate(s);
-  validate(w);
+namespace detail {
+
+inline double lora_adapter_params(const ParamGroup& g, std::int64_t rank) {
+  return double(rank) * double(g.in + g.out);  // A: r×in, B: out×r
+}
+
+// One GPU of one pipeline stage: its part of the model (parallel.h rank_model), its tokens (seq/cp), its shards.
+inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWorkload& w, const PipelineStage& st) {
+  const ModelSpec s = rank_model(full, w, st);
   const PrecisionRecipe pr = recipe_of(w.precision);
   const bool pytorch = w.profile == Profile::pytorch;
-  const double T = double(w.batch) * double(w.seq);  // tokens per micro-batch
-  const double b = double(w.batch), sq = double(w.seq);
-  const double N = double(w.gpus);
-  const ParamInventory inv = param_inventory(s);
-  const ParamCounts counts = count_params(s);
-  const double n_total = double(counts.total.in(unit::params));
+  const double tp = double(w.tp);
+  const double sq = std::ceil(double(w.seq) / double(w.cp));  // context parallelism: each rank holds seq/cp tokens
+  const double b = double(w.batch);
+  const double T = b * sq;  // tokens per micro-batch on this rank
+  const double N = double(w.dp());
+  const bool sharded = N > 1;  // data-parallel ranks to shard or replicate over
+  ParamInventory inv = param_inventory(s);
+  if (!st.embedding) inv.embedding.clear();
+  if (!st.head) inv.head.clear();
+  for (auto& l : inv.per_layer)
+    for (auto& g : l)
+      if (g.expert) g.count /= w.ep;  // expert parallelism: experts/ep of each MoE layer live on this GPU
+  const ParamCounts counts = count_params(full);
+  double n_total = 0, n_expert = 0;  // parameters on this GPU (before ZeRO), of which routed-expert weights
+  for (const auto* groups : {&inv.embedding, &inv.head})
+    for (const auto& g : *groups) n_total += double(g.numel());
+  for (const auto& l : inv.per_layer)
+    for (const auto& g : l) (g.expert ? n_expert : n_total) += double(g.numel());
+  n_total += n_expert;
+  // ZeRO shards dense states over the dp ranks and expert states over the dp/ep ranks that hold the same experts
+  // (Megatron's expert-data-parallel group): the share of a full replica one rank keeps.
+  const double Ne = std::max(1.0, N / double(w.ep));
+  auto zero_share = [&](double total, double expert) {
+    return total > 0 ? ((total - expert) / N + expert / Ne) / total : 1.0;
+  };
 
   TrainingEstimate est;
   est.shape.params = counts.total;
   est.shape.active_params = counts.active;
 
   // --- Trainable parameters and optimizer state elements ---
-  double n_trainable = 0, n_lora = 0, state_elems = 0, largest_param = 0;
+  double n_trainable = 0, n_lora = 0, state_elems = 0, largest_param = 0, n_trainable_expert = 0, state_expert = 0;
   const bool lora = w.lora.rank > 0;
   auto optimizer_elements = [&](double rows, double cols, double numel) {
     switch (w.optimizer) {
@@ -81,14 +110,16 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       largest_param = std::max(largest_param, double(g.out * g.in));
       if (lora) {
         if (in_layer && g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module)) {
-          const double adapter = double(w.lora.rank) * double(g.in + g.out);  // A: r×in, B: out×r
+          const double adapter = lora_adapter_params(g, w.lora.rank);
           n_lora += adapter;
           state_elems += optimizer_elements(double(w.lora.rank), double(g.in), double(w.lora.rank * g.in)) +
                          optimizer_elements(double(g.out), double(w.lora.rank), double(g.out * w.lora.rank));
         }
       } else {
+        const double states = double(g.count) * optimizer_elements(double(g.out), double(g.in), double(g.out * g.in));
         n_trainable += numel;
-        state_elems += double(g.count) * optimizer_elements(double(g.out), double(g.in), double(g.out * g.in));
+        state_elems += states;
+        if (g.expert) { n_trainable_expert += numel; state_expert += states; }
       }
     }
   };
@@ -96,7 +127,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   for (const auto& layer : inv.per_layer) visit(layer, true);
   visit(inv.head, false);
   if (lora) n_trainable = n_lora;
-  est.shape.trainable = Params(static_cast<std::int64_t>(std::llround(n_trainable)));
+  est.shape.trainable_on_gpu = Params(static_cast<std::int64_t>(std::llround(n_trainable)));
 
   // --- Bytes of weights, gradients, optimizer states ---
   // LoRA adapters are fp32 (PEFT casts adapters to fp32 by default: autocast_adapter_dtype=True), so are their
@@ -124,10 +155,12 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   }
 
   // --- Sharding across data-parallel ranks (ZeRO paper §5; FSDP full_shard = 3, shard_grad_op = 2) ---
+  const double train_share = zero_share(n_trainable, n_trainable_expert);
+  const double state_share = w.optimizer == Optimizer::adamw_8bit ? train_share : zero_share(state_elems, state_expert);
   double ddp_buckets = 0;
-  if (w.gpus > 1) {
-    if (w.zero >= 1) states_bytes /= N;
-    if (w.zero >= 2) grads_bytes /= N;
+  if (sharded) {
+    if (w.zero >= 1) states_bytes *= state_share;
+    if (w.zero >= 2) grads_bytes *= train_share;
     if (w.zero == 0 && pytorch) {
       // DDP: gradient buckets are a second copy of every trainable gradient, allocated at wrap time
       // (torch DistributedDataParallel, gradient_as_bucket_view=False).
@@ -136,7 +169,9 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   }
   // ZeRO-3 shards the parameters; under the pytorch profile stage 2 is FSDP2 shard_grad_op, which shards them at
   // rest too (and keeps them gathered between forward and backward, below).
-  const double weights_sharded = (w.gpus > 1 && (w.zero == 3 || (w.zero == 2 && pytorch))) ? weights_bytes / N : weights_bytes;
+  const double param_share = zero_share(n_total, n_expert);
+  const double weights_sharded =
+      (sharded && (w.zero == 3 || (w.zero == 2 && pytorch))) ? weights_bytes * param_share : weights_bytes;
   // FSDP2 keeps the unsharded parameters of the layer being computed and prefetches the next one
   // (reshard_after_forward=True); with reshard_after_forward=False (ZeRO-2 style) every layer stays gathered
   // between its forward and its backward.
@@ -150,6 +185,22 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   // --- Activations ---
   const detail::ActivationDtypes dt{pr.compute, pr.stream, pr.autocast};
   const detail::LayerActivationModel act(s, w, dt);
+  if (w.cp > 1 && (sdpa_backend(s, w.attention, pr.compute) == AttentionKernel::eager ||
+                   sdpa_backend(s, w.attention, pr.compute) == AttentionKernel::math))
+    throw InputError("--cp needs a flash or memory-efficient attention kernel (ring attention); this workload "
+                     "would run eager or math attention");
+  // Megatron sequence parallelism splits the hidden-width tensors (norm inputs, residual stream, dropout masks —
+  // replicated across the tp ranks under plain TP, Korthikanti et al. 2022 Table 2) along the sequence as well.
+  // The layer model is linear in the split widths: evaluated again with them doubled, the difference is the
+  // head/FFN-width part, the rest is hidden width.
+  ModelSpec wide = s;
+  wide.heads *= 2;
+  wide.kv_heads *= 2;
+  wide.intermediate *= 2;
+  wide.moe.intermediate *= 2;
+  wide.moe.shared_intermediate *= 2;
+  const detail::LayerActivationModel act_wide(wide, w, dt);
+  const double sp_div = w.sp ? tp : 1.0;
   std::vector<double> layer_saved(static_cast<std::size_t>(s.layers));
   std::vector<double> layer_full(static_cast<std::size_t>(s.layers));  // without recomputation
   std::vector<std::vector<double>> layer_tensors(static_cast<std::size_t>(s.layers));  // per token, for the allocator
@@ -157,14 +208,20 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   double sum_per_token = 0;
   double layer_transient_max = 0;
   for (std::int64_t l = 0; l < s.layers; ++l) {
-    const auto a = act.layer(l);
+    auto a = act.layer(l);
+    if (w.sp && a.per_token > 0) {
+      const double split = act_wide.layer(l).per_token - a.per_token;
+      const double scaled = (a.per_token - split) / tp + split;
+      for (double& x : a.tensors) x *= scaled / a.per_token;
+      a.per_token = scaled;
+    }
     // Eager and math attention materialise b·heads·s·s scores per layer (HF eager computes the full matrix and
     // masks it, also for sliding-window layers).
     const double scores = a.score_element * b * double(s.heads) * sq * sq;
     const double full = a.per_token * T + scores;
     double saved = full;
     if (w.recompute == Recompute::full) {
-      saved = pr.stream * double(s.hidden) * T;  // checkpoint = the layer input (HF non-reentrant, per layer)
+      saved = pr.stream * double(s.hidden) * T / sp_div;  // checkpoint = the layer input (HF non-reentrant, per layer)
     } else if (w.recompute == Recompute::selective) {
       saved = a.per_token * T;  // attention core recomputed: the s² terms go (Korthikanti et al. 2022 §5)
     }
@@ -181,8 +238,10 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   const double h = double(s.hidden), V = double(s.vocab);
   // Outside the layers: int64 input ids and labels (8 B each) and the loss's shifted/padded label copies
   // (HF ForCausalLMLoss pads and shifts labels: two more int64 per token).
-  double outside = 32.0 * T;
-  outside += act.final_norm() * T;  // final norm before lm_head
+  // Under pipeline parallelism the ids live on the first stage, the labels on the last; later stages keep the
+  // activation received from the previous stage as their input.
+  double outside = (st.embedding ? 8.0 : pr.stream * h / sp_div) * T + (st.head ? 24.0 * T : 0.0);
+  if (st.head) outside += act.final_norm() * T / sp_div;  // final norm before lm_head
   if (s.learned_positions > 0 && s.dropout > 0) outside += 1.0 * h * T;  // embedding dropout mask (embd_pdrop)
 
   // --- Logits and loss (HF ForCausalLMLoss: logits.float(), then cross_entropy = log_softmax + nll) ---
@@ -190,11 +249,12 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   // Forward at the loss: logits (kept in outputs.logits), their fp32 upcast (skipped when already fp32)
   // and the saved log-softmax output (fp32).
   // Gemma 2 soft-caps the logits (cap · tanh(logits / cap)): tanh's output is kept for backward.
-  const double softcap = s.final_logit_softcap > 0 ? cl * V * T : 0.0;
-  const double ce_forward = (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T + softcap;
+  // (Vocab-parallel under TP: V is this rank's share.)
+  const double softcap = st.head && s.final_logit_softcap > 0 ? cl * V * T : 0.0;
+  const double ce_forward = st.head ? (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T + softcap : 0.0;
   // Backward through the loss: logits, two fp32 [tokens, V] buffers (nll grad / log-softmax grad) and, for 16-bit
   // logits, the grad cast back to the logits dtype. Measured on H200: 12 B·V per token for bf16 and fp32 logits.
-  const double ce_backward = (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T + softcap;
+  const double ce_backward = st.head ? (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T + softcap : 0.0;
 
   // --- Autocast weight cache: 16-bit copies of every linear weight, made in forward, released as backward
   // consumes them (torch.autocast caches casts of leaf tensors that require grad).
@@ -205,7 +265,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   double head_linear = s.tied_embeddings ? V * h : 0;  // tied lm_head casts the embedding matrix
   for (const auto& g : inv.head)
     if (g.linear) head_linear += double(g.numel());
-  const double cache_scale = (w.zero == 3 && w.gpus > 1) ? 1.0 / N : 1.0;
+  const double cache_scale = (w.zero == 3 && sharded) ? param_share : 1.0;
   // (Frozen LoRA base weights are not cached, but each linear keeps its cast weight for the input gradient:
   // the same bytes.)
   const double autocast_cache = pr.autocast ? (linear_params + head_linear) * 2.0 * cache_scale : 0.0;
@@ -228,7 +288,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
         if (g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module))
           layer_grad[l] += double(w.lora.rank) * double(g.in + g.out) * 4.0;
   }
-  const double grad_scale = (w.gpus > 1 && w.zero >= 2) ? 1.0 / N : 1.0;
+  const double grad_scale = (sharded && w.zero >= 2) ? train_share : 1.0;
   for (auto& g : layer_grad) g *= grad_scale;
   emb_grad *= grad_scale;
   head_grad *= grad_scale;
@@ -240,7 +300,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   // --- Optimizer step temporaries ---
   double step_temp = 0;
   if (pytorch) {
-    const double trainable_local = n_trainable * ((w.gpus > 1 && w.zero >= 1) ? 1.0 / N : 1.0);
+    const double trainable_local = n_trainable * ((sharded && w.zero >= 1) ? train_share : 1.0);
     switch (master > 0 ? Optimizer::adamw_fused : w.optimizer) {  // master-weight recipes step with fused kernels
       case Optimizer::adamw:
       case Optimizer::adam:
@@ -297,26 +357,31 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   };
   // FSDP2 all-gathers into a flat buffer and copies out into the unsharded parameters: two copies of each gathered
   // layer while it is in use. Full shard holds the current and the prefetched layer.
-  const double fsdp_layer = (w.gpus > 1 && w.zero == 3) ? 2.0 * 2.0 * max_layer_params * pr.weight : 0.0;
-  const double fsdp_all = (w.gpus > 1 && w.zero == 2 && pytorch) ? 2.0 * (weights_bytes - P) : 0.0;
+  const double fsdp_layer = (sharded && w.zero == 3) ? 2.0 * 2.0 * max_layer_params * pr.weight : 0.0;
+  const double fsdp_all = (sharded && w.zero == 2 && pytorch) ? 2.0 * (weights_bytes - P) : 0.0;
   const double gathered = fsdp_layer + fsdp_all;
   const double base_over = workspace + ddp_buckets;
   double saved_all = 0;
   for (double x : layer_saved) saved_all += x;
+  // Pipeline: the saved activations of the other micro-batches in flight on this stage (1F1B).
+  const double in_flight = (st.in_flight - 1) * saved_all;
 
   // Forward: inside the last layer (its full activations exist even under recomputation), then at the loss.
   {
     const double before_last = saved_all - layer_saved.back();
     moment("forward", "last decoder layer", P + autocast_cache + gathered, accum_grads,
-           before_last + layer_full.back() + layer_transient_max + outside, 0, base_over);
-    moment("forward", "loss (log-softmax)", P + autocast_cache + gathered, accum_grads, saved_all + outside,
-           ce_forward, base_over);
+           in_flight + before_last + layer_full.back() + layer_transient_max + outside, 0, base_over);
+    if (st.head)
+      moment("forward", "loss (log-softmax)", P + autocast_cache + gathered, accum_grads, in_flight + saved_all + outside,
+             ce_forward, base_over);
   }
   // Backward: through the loss, then layer by layer from the top; gradients accumulate as activations go.
   {
-    moment("backward", "loss", P + backward_cache + gathered, accum_grads, saved_all + outside, ce_backward, base_over);
+    if (st.head)
+      moment("backward", "loss", P + backward_cache + gathered, accum_grads, in_flight + saved_all + outside, ce_backward,
+             base_over);
     double grads = accum_grads > 0 ? accum_grads : head_grad;
-    double acts = saved_all;
+    double acts = in_flight + saved_all;
     double cache = backward_cache;
     for (std::int64_t l = s.layers - 1; l >= 0; --l) {
       const auto i = static_cast<std::size_t>(l);
@@ -349,11 +414,11 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
     auto trainable_group = [&](const ParamGroup& g, bool in_layer) {
       return !lora ? true : (in_layer && g.linear && !g.expert && detail::lora_targets_module(w.lora, g.module));
     };
-    const double param_share = gpu_params > 0 ? ((w.gpus > 1 && w.zero >= 2) ? 1.0 / N : 1.0) : 0.0;
+    const double resident = gpu_params > 0 ? ((sharded && w.zero >= 2) ? param_share : 1.0) : 0.0;
     for (const auto* groups : {&inv.embedding, &inv.head})
-      for (const auto& g : *groups) A.malloc(double(g.numel()) * pr.weight * param_share);
+      for (const auto& g : *groups) A.malloc(double(g.numel()) * pr.weight * resident);
     for (const auto& l : inv.per_layer)
-      for (const auto& g : l) A.malloc(double(g.numel()) * pr.weight * param_share);
+      for (const auto& g : l) A.malloc(double(g.numel()) * pr.weight * resident);
     if (lora) A.malloc(adapter_bytes);
     if (ddp_buckets > 0) A.malloc(ddp_buckets);
     A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
@@ -369,13 +434,14 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       std::vector<std::vector<H>> saved(static_cast<std::size_t>(s.layers));
       std::vector<std::vector<H>> casts(static_cast<std::size_t>(s.layers));
       std::vector<H> gathered_h;
-      H resid = A.malloc(pr.stream * h * T);  // embedding output
+      const H others = A.malloc(in_flight);  // earlier micro-batches in flight on this pipeline stage
+      H resid = A.malloc(pr.stream * h * T / sp_div);  // embedding output (or the activation received)
       for (std::int64_t l = 0; l < s.layers; ++l) {
         const auto i = static_cast<std::size_t>(l);
-        if (w.gpus > 1 && w.zero >= 2) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
+        if (sharded && w.zero >= 2) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
         if (pr.autocast)
           for (const auto& g : inv.per_layer[i]) if (g.linear) casts[i].push_back(A.malloc(double(g.numel()) * 2.0));
-        H ckpt = w.recompute == Recompute::full ? A.malloc(pr.stream * h * T) : CachingAllocatorModel::none;
+        H ckpt = w.recompute == Recompute::full ? A.malloc(pr.stream * h * T / sp_div) : CachingAllocatorModel::none;
         for (double t : layer_tensors[i]) saved[i].push_back(A.malloc(t * T));
         if (layer_scores[i] > 0) {
           const H pre = A.malloc(pr.compute * b * double(s.heads) * sq * sq);
@@ -385,7 +451,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
         // The residual stream after the layer: a tensor of its own when 16-bit (the norms keep fp32 copies),
         // otherwise it is the next norm's saved input, already counted.
         if (pr.stream < 4) {
-          const H next = A.malloc(pr.stream * h * T);
+          const H next = A.malloc(pr.stream * h * T / sp_div);
           A.free(resid);
           resid = next;
         }
@@ -394,27 +460,28 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
           saved[i] = {ckpt};
           if (pr.autocast) { for (H x : casts[i]) A.free(x); casts[i].clear(); }
         }
-        if (w.gpus > 1 && w.zero == 3) { A.free(gathered_h.back()); gathered_h.pop_back(); }
+        if (sharded && w.zero == 3) { A.free(gathered_h.back()); gathered_h.pop_back(); }
       }
-      // Loss.
+      // Loss (on the last pipeline stage; VT = 0 elsewhere allocates nothing).
+      const double VT = st.head ? V * T : 0.0;
       std::vector<H> head;
-      for (int k = 0; k < 2; ++k) head.push_back(A.malloc(act.final_norm() * T / 2));
+      for (int k = 0; k < 2; ++k) head.push_back(A.malloc(st.head ? act.final_norm() * T / sp_div / 2 : 0.0));
       H head_cast = pr.autocast ? A.malloc(head_linear * 2.0) : CachingAllocatorModel::none;
-      H logits = A.malloc(cl_ * V * T);
-      H cap = s.final_logit_softcap > 0 ? A.malloc(cl_ * V * T) : CachingAllocatorModel::none;
-      H up = cl_ < 4 ? A.malloc(4.0 * V * T) : CachingAllocatorModel::none;
-      H lsm = A.malloc(4.0 * V * T);
+      H logits = A.malloc(cl_ * VT);
+      H cap = s.final_logit_softcap > 0 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
+      H up = cl_ < 4 ? A.malloc(4.0 * VT) : CachingAllocatorModel::none;
+      H lsm = A.malloc(4.0 * VT);
       A.free(up);
       A.free(logits);  // only the loss is kept (HF Trainer)
-      // Backward through the loss and lm_head.
-      H g1 = A.malloc(4.0 * V * T);
-      H g2 = A.malloc(4.0 * V * T);
+      // Backward through the loss and lm_head (or the gradient received from the next stage).
+      H g1 = A.malloc(4.0 * VT);
+      H g2 = A.malloc(4.0 * VT);
       A.free(g1);
       A.free(lsm);
-      H g3 = cl_ < 4 ? A.malloc(cl_ * V * T) : CachingAllocatorModel::none;
+      H g3 = cl_ < 4 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
       A.free(g2);
       A.free(cap);
-      H dh = A.malloc(pr.compute * h * T);
+      H dh = A.malloc(pr.compute * h * T / sp_div);
       if (!lora) for (const auto& g : inv.head) if (trainable_group(g, false)) add_grad(double(g.numel()) * grad_el * grad_scale);
       if (!lora && s.tied_embeddings) add_grad(V * h * grad_el * grad_scale);
       A.free(g3);
@@ -422,7 +489,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       for (H x : head) A.free(x);
       for (std::int64_t l = s.layers - 1; l >= 0; --l) {
         const auto i = static_cast<std::size_t>(l);
-        if (w.gpus > 1 && w.zero == 3) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
+        if (sharded && w.zero == 3) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
         std::vector<H> re;
         if (w.recompute == Recompute::full) {
           if (pr.autocast) for (const auto& g : inv.per_layer[i]) if (g.linear) casts[i].push_back(A.malloc(double(g.numel()) * 2.0));
@@ -432,7 +499,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
         // Gradients of the layer's activations (FFN width and hidden width), then its weight gradients.
         const double ffn_w = double(s.is_moe_layer(l) ? s.moe.intermediate * s.moe.experts_per_token : s.intermediate);
         H t1 = A.malloc(pr.compute * ffn_w * T), t2 = A.malloc(pr.compute * ffn_w * T);
-        H t3 = A.malloc(pr.compute * h * T);
+        H t3 = A.malloc(pr.compute * h * T / sp_div);
         for (const auto& g : inv.per_layer[i])
           if (trainable_group(g, true)) {
             const double n = lora ? double(w.lora.rank) * double(g.in + g.out) : double(g.numel());
@@ -447,7 +514,7 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
         dh = t3;
         if (!gathered_h.empty()) { A.free(gathered_h.back()); gathered_h.pop_back(); }
       }
-      if (!lora) {
+      if (!lora && st.embedding) {
         H dense = A.malloc(V * h * grad_el * grad_scale);  // embedding backward: a dense V×h gradient
         if (s.tied_embeddings) {
           H sum = A.malloc(V * h * grad_el * grad_scale);  // AccumulateGrad: old + new, out of place
@@ -461,10 +528,11 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
       }
       A.free(dh);
       A.free(resid);
+      A.free(others);
       // Optimizer: moments appear at the first step; the foreach implementation then makes one temporary per
       // parameter tensor; zero_grad(set_to_none=True) frees the gradients.
       if (step == 0 && gpu_states > 0) {
-        const double shard = (w.gpus > 1 && w.zero >= 1) ? 1.0 / N : 1.0;
+        const double shard = (sharded && w.zero >= 1) ? state_share : 1.0;
         auto add_states = [&](const ParamGroup& g, bool in_layer) {
           if (!trainable_group(g, in_layer)) return;
           const double n = lora ? double(w.lora.rank) * double(g.in + g.out) : double(g.numel());
@@ -527,11 +595,66 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   if (s.model_type == "derived")
     as.push_back("model shape derived from the parameter count (Llama-2-style: head_dim 128, hidden/layers ≈ 128, "
                  "SwiGLU 8/3·h, vocab 32000, untied)");
-  if (w.gpus > 1)
+  if (sharded)
     as.push_back(w.zero == 0 ? "data parallel: DDP with gradient buckets (a second gradient copy), NCCL buffers"
                  : w.zero == 3 ? "ZeRO-3 / FSDP2 full shard: current and prefetched layer gathered"
                  : w.zero == 2 ? "ZeRO-2 / FSDP2 shard_grad_op: parameters stay gathered between forward and backward"
                                : "ZeRO-1: optimizer states sharded");
+  return est;
+}
+
+}  // namespace detail
+
+// Trainable parameters of the whole model: all of them, or the LoRA adapters on the targeted decoder linears.
+inline Params trainable_params(const ModelSpec& s, const LoraSpec& lora) {
+  if (lora.rank == 0) return count_params(s).total;
+  double n = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    for (const auto& g : layer_params(s, l))
+      if (g.linear && !g.expert && detail::lora_targets_module(lora, g.module)) n += detail::lora_adapter_params(g, lora.rank);
+  return Params(static_cast<std::int64_t>(std::llround(n)));
+}
+
+// Per-GPU memory of a training step on the most-loaded GPU. Each pipeline stage worth checking is estimated and
+// the largest peak is reported: under 1F1B usually the first stage (most micro-batches in flight), unless the last
+// stage's logits and loss outweigh them.
+inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const TrainingWorkload& w) {
+  validate(s);
+  validate(w);
+  if (w.vpp > 1 && w.grad_accum % w.pp != 0)
+    throw InputError("the interleaved schedule (--vpp) needs --grad-accum (micro-batches per step) to be a multiple of "
+                     "--pp (Megatron-LM)");
+  if (w.vpp > 1 && s.layers % (w.pp * w.vpp) != 0)
+    throw InputError("the interleaved schedule needs the model's " + std::to_string(s.layers) +
+                     " layers to be a multiple of pp × vpp (" + std::to_string(w.pp * w.vpp) + ")");
+  const auto stages = pipeline_stages(s.layers, w);
+  std::optional<TrainingEstimate> best;
+  for (const auto& st : stages) {
+    TrainingEstimate e = detail::estimate_stage(s, w, st);
+    e.stage = st;
+    if (!best || e.memory.total > best->memory.total) best = std::move(e);
+  }
+  TrainingEstimate est = std::move(*best);
+  est.shape.trainable = trainable_params(s, w.lora);
+  auto& as = est.assumptions;
+  if (w.tp > 1)
+    as.push_back("tensor parallel " + std::to_string(w.tp) + ": attention heads, FFN width and vocabulary split "
+                 "(Megatron-LM), norms replicated" +
+                 (w.sp ? "; sequence parallel: hidden-width activations split too (Korthikanti et al. 2022)"
+                       : "; hidden-width activations replicated (no --sp)"));
+  if (w.cp > 1) as.push_back("context parallel " + std::to_string(w.cp) + ": each GPU holds seq/cp tokens (ring attention)");
+  if (w.ep > 1)
+    as.push_back("expert parallel " + std::to_string(w.ep) + ": " + std::to_string(s.moe.experts / w.ep) +
+                 " experts per GPU; activations assume balanced routing");
+  if (w.pp > 1) {
+    char in_flight[32];
+    std::snprintf(in_flight, sizeof in_flight, "%.3g", est.stage.in_flight);
+    as.push_back("pipeline " + std::to_string(w.pp) + (w.vpp > 1 ? " (interleaved, " + std::to_string(w.vpp) + " chunks per GPU)" : " (1F1B)") +
+                 ": reported GPU is stage " + std::to_string(est.stage.index) + " of 0.." + std::to_string(w.pp - 1) +
+                 " with layers " + std::to_string(est.stage.first_layer) + "–" +
+                 std::to_string(est.stage.first_layer + est.stage.layers - 1) + " and " + in_flight +
+                 " micro-batches' activations in flight (of " + std::to_string(w.grad_accum) + " per step)");
+  }
   return est;
 }
 

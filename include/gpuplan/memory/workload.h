@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../enum_table.h"
@@ -64,8 +65,14 @@ struct TrainingWorkload {
   Recompute recompute = Recompute::none;
   Attention attention = Attention::sdpa;
   LoraSpec lora;
-  std::int64_t gpus = 1;         // data-parallel ranks (per node × nodes)
-  int zero = 0;                  // 0: DDP (when gpus > 1), 1–3: ZeRO stage / FSDP sharding
+  std::int64_t gpus = 1;         // all GPUs of the run (per node × nodes) = dp · tp · pp · cp
+  int zero = 0;                  // 0: DDP (when dp > 1), 1–3: ZeRO stage / FSDP sharding over the dp ranks
+  // Model parallelism (Megatron-LM / torchtitan): tensor, pipeline (virtual stages per GPU for the interleaved
+  // schedule), Megatron sequence parallelism inside the TP group, context parallelism, expert parallelism (inside
+  // the data-parallel ranks).
+  std::int64_t tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  bool sp = false;
+  std::int64_t dp() const { return gpus / (tp * pp * cp); }
   Offload offload_optimizer = Offload::none;  // ZeRO-Offload / ZeRO-Infinity: moments + master weights off the GPU
   Offload offload_params = Offload::none;     // ZeRO-3 parameter offload
   Profile profile = Profile::pytorch;
@@ -77,6 +84,16 @@ inline void validate(const TrainingWorkload& w) {
   if (w.grad_accum < 1 || w.grad_accum > 1'000'000) throw InputError("--grad-accum must be between 1 and 1,000,000");
   if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
   if (w.zero < 0 || w.zero > 3) throw InputError("--zero must be 0, 1, 2 or 3");
+  for (auto [v, name] : {std::pair{w.tp, "--tp"}, {w.pp, "--pp"}, {w.vpp, "--vpp"}, {w.cp, "--cp"}, {w.ep, "--ep"}})
+    if (v < 1 || v > 65536) throw InputError(std::string(name) + " must be between 1 and 65536");
+  if (w.gpus % (w.tp * w.pp * w.cp) != 0)
+    throw InputError("--gpus × --nodes (" + std::to_string(w.gpus) + ") must be a multiple of tp × pp × cp (" +
+                     std::to_string(w.tp * w.pp * w.cp) + ")");
+  if (w.dp() % w.ep != 0)
+    throw InputError("--ep (" + std::to_string(w.ep) + ") must divide the data-parallel degree (" +
+                     std::to_string(w.dp()) + "): experts are spread over data-parallel ranks");
+  if (w.sp && w.tp == 1) throw InputError("--sp (sequence parallelism) needs --tp > 1");
+  if (w.vpp > 1 && w.pp == 1) throw InputError("--vpp needs --pp > 1");
   if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
   if (w.offload_params != Offload::none && w.zero != 3)
     throw InputError("--offload-params needs --zero 3 (parameters are offloaded from their shards)");

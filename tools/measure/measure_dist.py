@@ -25,10 +25,15 @@ OUT = os.environ.get("OUT", "/tmp/measure")
 
 
 def make_optimizer(torch, params, name):
+    # DTensor (tensor-parallel) and plain (replicated norm) parameters go into separate groups: one foreach/fused
+    # kernel call may not mix them.
+    from torch.distributed.tensor import DTensor
+    groups = [g for g in ([p for p in params if isinstance(p, DTensor)], [p for p in params if not isinstance(p, DTensor)]) if g]
+    groups = [{"params": g} for g in groups]
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-5, foreach=True)
+        return torch.optim.AdamW(groups, lr=1e-5, foreach=True)
     if name == "adamw-fused":
-        return torch.optim.AdamW(params, lr=1e-5, fused=True)
+        return torch.optim.AdamW(groups, lr=1e-5, fused=True)
     raise SystemExit(f"unknown optimizer {name}")
 
 

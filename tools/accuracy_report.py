@@ -16,7 +16,10 @@ import score  # noqa: E402  (the same command line the scorer runs)
 GiB = float(1 << 30)
 SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's founders)"),
         ("measured_m1.jsonl", "Our measurements (H200, tools/measure/measure.py, plan tools/measure/plan_m1.json)"),
-        ("measured_m2.jsonl", "Held-out measurements (plan tools/measure/plan_m2.json), taken after the model was built")]
+        ("measured_m2.jsonl", "Held-out measurements (plan tools/measure/plan_m2.json), taken after the model was built"),
+        ("measured_d1.jsonl", "Multi-GPU measurements (2 × H200, tools/measure/measure_dist.py, plan tools/measure/plan_dist.json): "
+                              "DDP, FSDP2 with CPU offload, tensor parallelism (DTensor, loss_parallel), 1F1B pipeline; "
+                              "the most-loaded rank")]
 
 
 def run(binary, path):
@@ -74,7 +77,13 @@ def main():
             "  temporaries inside a layer is approximate, so the reserve can be off by a few GB on some workloads",
             "  (eager attention, Gemma 2's 256K vocabulary). Inference replays generate too, with a floor of measured",
             "  shares (half the final KV cache) because the replay does not see generate's many small tensors.",
-            "- DDP: the 2-GPU DDP case is under-estimated by about 10 % of live memory; the mechanism is not found.",
+            "- DDP: the shared 2-GPU AMP case and our pure-bf16 case held one more gradient-sized buffer in their",
+            "  second step (+4.9 / +2.5 GB live) than our AMP run of the same shape did; not modelled (the live",
+            "  tensors of that run and of every third step match).",
+            "- Multi-GPU reserve: DDP and FSDP2 reserve more beyond their live tensors than the replay shows (3–5 GB,",
+            "  14 GB for FSDP2 on Llama-3.1-8B); communication runs on its own CUDA streams, whose cached blocks the",
+            "  replay (one stream) does not separate. Pipeline and tensor-parallel runs also create more NCCL",
+            "  communicators (context 1.8–2.2 GB measured vs 1.5 GB modelled).",
             "- GPT-NeoX under autocast keeps two more 16-bit [tokens, h] tensors per layer than the model counts.",
             "- Other runtimes (vLLM, llama.cpp, DeepSpeed, Megatron) have their own profiles, not calibrated here.",
             "- QLoRA is not measured: bitsandbytes is not installed on the measuring machine (no network there);",

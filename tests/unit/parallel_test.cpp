@@ -223,3 +223,34 @@ TEST_CASE("model parallelism: bad layouts are usage errors", "[parallel]") {
   w.grad_accum = 4;
   CHECK_NOTHROW(estimate_training_memory(llama, w));
 }
+
+TEST_CASE("loss buffers under tensor and pipeline parallelism (2 × H200 mechanisms)", "[parallel]") {
+  const ModelSpec& llama = find_preset("llama-3.2-1b").spec;  // V = 128,256: the loss is the backward peak
+  TrainingWorkload w;
+  w.precision = Precision::pure_bf16;
+  w.profile = Profile::none;
+  w.batch = 2;
+  w.seq = 1024;
+  const double T = 2048, V = 128256;
+  auto loss_logits = [&](const TrainingEstimate& e) {
+    for (const auto& m : e.memory.moments)
+      if (m.phase == "backward" && m.what == "loss") return b(m.at.logits);
+    return -1.0;
+  };
+  // Backward through the loss: bf16 logits, two fp32 buffers, the bf16 grad: 12 B per [token, vocab] element.
+  CHECK(loss_logits(estimate_training_memory(llama, w)) == Approx(12 * V * T));
+  // Vocabulary-parallel loss: half the vocabulary per rank, plus one fp32 shifted-logits tensor: 16 B · V/2 · T.
+  w.tp = w.gpus = 2;
+  CHECK(loss_logits(detail::estimate_stage(llama, w, pipeline_stages(llama.layers, w)[0])) == Approx(16 * V / 2 * T));
+  // Pipeline (pytorch profile): the last stage keeps every micro-batch's bf16 logits until the step ends.
+  w = TrainingWorkload{};
+  w.precision = Precision::pure_bf16;
+  w.batch = 2;
+  w.seq = 1024;
+  w.pp = w.gpus = 2;
+  w.grad_accum = 4;
+  const auto last = detail::estimate_stage(llama, w, pipeline_stages(llama.layers, w)[1]);
+  CHECK(b(last.memory.moments.back().at.logits) == Approx(4 * 2 * V * T));
+  w.profile = Profile::none;  // a framework behaviour, not tensor arithmetic
+  CHECK(b(detail::estimate_stage(llama, w, pipeline_stages(llama.layers, w)[1]).memory.moments.back().at.logits) == 0);
+}

@@ -251,10 +251,20 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   // Gemma 2 soft-caps the logits (cap · tanh(logits / cap)): tanh's output is kept for backward.
   // (Vocab-parallel under TP: V is this rank's share.)
   const double softcap = st.head && s.final_logit_softcap > 0 ? cl * V * T : 0.0;
-  const double ce_forward = st.head ? (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T + softcap : 0.0;
+  double ce_forward = st.head ? (cl + (cl < 4 ? 4.0 : 0.0) + 4.0) * V * T + softcap : 0.0;
   // Backward through the loss: logits, two fp32 [tokens, V] buffers (nll grad / log-softmax grad) and, for 16-bit
   // logits, the grad cast back to the logits dtype. Measured on H200: 12 B·V per token for bf16 and fp32 logits.
-  const double ce_backward = st.head ? (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T + softcap : 0.0;
+  double ce_backward = st.head ? (cl + 8.0 + (cl < 4 ? cl : 0.0)) * V * T + softcap : 0.0;
+  // The vocabulary-parallel loss (torch loss_parallel; Megatron's vocab-parallel cross-entropy works alike) keeps
+  // one more fp32 [tokens, V/tp] tensor, the max-shifted logits, through forward and backward (2 × H200, d1 set).
+  const double vocab_parallel = st.head && w.tp > 1 ? 4.0 * V * T : 0.0;
+  ce_forward += vocab_parallel;
+  ce_backward += vocab_parallel;
+  // torch.distributed.pipelining keeps every micro-batch's last-stage output (the logits) until the step ends, to
+  // merge them for Schedule.step's return value: the earlier micro-batches' logits sit beside the current loss
+  // (2 × H200, d1 set: m × logits still allocated after the optimizer step).
+  const double earlier_outputs = st.head && w.pp > 1 && pytorch ? double(w.grad_accum - 1) * cl * V * T : 0.0;
+  const double all_outputs = earlier_outputs > 0 ? earlier_outputs + cl * V * T : 0.0;
 
   // --- Autocast weight cache: 16-bit copies of every linear weight, made in forward, released as backward
   // consumes them (torch.autocast caches casts of leaf tensors that require grad).
@@ -370,16 +380,16 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   {
     const double before_last = saved_all - layer_saved.back();
     moment("forward", "last decoder layer", P + autocast_cache + gathered, accum_grads,
-           in_flight + before_last + layer_full.back() + layer_transient_max + outside, 0, base_over);
+           in_flight + before_last + layer_full.back() + layer_transient_max + outside, earlier_outputs, base_over);
     if (st.head)
       moment("forward", "loss (log-softmax)", P + autocast_cache + gathered, accum_grads, in_flight + saved_all + outside,
-             ce_forward, base_over);
+             ce_forward + earlier_outputs, base_over);
   }
   // Backward: through the loss, then layer by layer from the top; gradients accumulate as activations go.
   {
     if (st.head)
-      moment("backward", "loss", P + backward_cache + gathered, accum_grads, in_flight + saved_all + outside, ce_backward,
-             base_over);
+      moment("backward", "loss", P + backward_cache + gathered, accum_grads, in_flight + saved_all + outside,
+             ce_backward + earlier_outputs, base_over);
     double grads = accum_grads > 0 ? accum_grads : head_grad;
     double acts = in_flight + saved_all;
     double cache = backward_cache;
@@ -389,7 +399,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       const double working = layer_full[i];
       const double new_grads = accum_grads > 0 ? 0.0 : layer_grad[i];
       moment("backward", "layer " + std::to_string(l), P + cache + gathered, grads + new_grads,
-             acts - layer_saved[i] + working, 0, base_over);
+             acts - layer_saved[i] + working, all_outputs, base_over);
       acts -= layer_saved[i];
       grads += new_grads;
       cache -= backward_cache / double(s.layers + 1);
@@ -402,7 +412,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
            base_over);
   }
   // Optimizer step.
-  moment("optimizer", "step", P, G_full, 0, 0, base_over + gpu_step_temp);
+  moment("optimizer", "step", P, G_full, 0, all_outputs, base_over + gpu_step_temp);
 
 
   // --- The caching allocator's reserve: replay three steps' allocations in the order PyTorch makes them ---
@@ -435,6 +445,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       std::vector<std::vector<H>> casts(static_cast<std::size_t>(s.layers));
       std::vector<H> gathered_h;
       const H others = A.malloc(in_flight);  // earlier micro-batches in flight on this pipeline stage
+      const H outputs = A.malloc(earlier_outputs);  // their last-stage outputs, kept by the pipeline schedule
       H resid = A.malloc(pr.stream * h * T / sp_div);  // embedding output (or the activation received)
       for (std::int64_t l = 0; l < s.layers; ++l) {
         const auto i = static_cast<std::size_t>(l);
@@ -471,6 +482,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       H cap = s.final_logit_softcap > 0 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
       H up = cl_ < 4 ? A.malloc(4.0 * VT) : CachingAllocatorModel::none;
       H lsm = A.malloc(4.0 * VT);
+      H shifted = A.malloc(vocab_parallel);
       A.free(up);
       A.free(logits);  // only the loss is kept (HF Trainer)
       // Backward through the loss and lm_head (or the gradient received from the next stage).
@@ -481,6 +493,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       H g3 = cl_ < 4 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
       A.free(g2);
       A.free(cap);
+      A.free(shifted);
       H dh = A.malloc(pr.compute * h * T / sp_div);
       if (!lora) for (const auto& g : inv.head) if (trainable_group(g, false)) add_grad(double(g.numel()) * grad_el * grad_scale);
       if (!lora && s.tied_embeddings) add_grad(V * h * grad_el * grad_scale);
@@ -554,6 +567,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       for (H x : grads) A.free(x);
       grads.clear();
       grad_bytes.clear();
+      A.free(outputs);  // the schedule drops them when the next step starts
     }
     reserve = Bytes(std::max(0.0, A.peak_reserved() - A.peak_allocated()));
   }

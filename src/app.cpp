@@ -121,12 +121,14 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   CheckOptions check;
   GenerateOptions generate;
   SchemaOptions schema;
+  PlanOptions plan;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
   setup_hardware(app, hardware);
   setup_prices(app, prices);
   setup_scale(app, scale);
+  setup_plan(app, plan);
   setup_check(app, check);
   setup_schema(app, schema);
   setup_generate(app, generate);
@@ -150,6 +152,8 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("hardware")) return run_hardware(hardware, sink);
     if (app.got_subcommand("prices")) return run_prices(prices, sink);
     if (app.got_subcommand("scale")) return run_scale(scale, sink);
+    if (plan.train_cmd->parsed()) return run_plan_train(plan, sink, err);
+    if (plan.infer_cmd->parsed()) return run_plan_infer(plan, sink, err);
     if (app.got_subcommand("schema")) return run_schema(schema, sink);
     if (app.got_subcommand("generate")) return run_generate(app, generate, out);
   } catch (const InputError& e) {

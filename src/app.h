@@ -125,6 +125,48 @@ struct ScaleOptions {
   std::string format = "table";
 };
 
+// plan train / plan infer: what both searches take.
+struct PlanCommon {
+  ModelOptions model;
+  std::string objective = "cost";
+  int top = 5;
+  std::int64_t max_gpus = 1024;
+  std::string budget;
+  std::string provider;
+  std::vector<std::string> gpus;
+  bool spot = false;
+  std::vector<std::string> catalogs;
+  std::string format = "table";
+};
+struct PlanOptions {
+  PlanCommon train_common, infer_common;
+  struct {
+    std::string tokens;
+    std::int64_t seq = 4096;
+    std::string global_batch = "4M";
+    std::string precision = "bf16";
+    std::string optimizer = "adamw";
+    std::string headroom = "10%";
+    std::string deadline;
+    double mfu = 0;
+    double network_gbps = 0;
+  } train;
+  struct {
+    std::int64_t prompt_len = 2048;
+    std::int64_t new_tokens = 512;
+    double concurrency = 0;
+    double tokens_per_second = 0;
+    std::string latency;
+    std::vector<std::string> weights;
+    std::vector<std::string> kv;
+  } infer;
+  CLI::App* train_cmd = nullptr;
+  CLI::App* infer_cmd = nullptr;
+};
+void setup_plan(CLI::App& app, PlanOptions& o);
+ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& err);
+ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& err);
+
 struct CheckOptions {
   std::string spec;
   std::string format = "table";

@@ -18,6 +18,9 @@ void render_infer_table(const nlohmann::json& report, std::ostream& out);
 // A header and rows of cells as CSV (RFC 4180 quoting) or a Markdown table.
 void render_rows(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows, bool markdown,
                  std::ostream& out);
+// The same rows as aligned text columns (tables), widths from the widest cell.
+void render_columns(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                    std::ostream& out);
 // train/infer reports as CSV or Markdown: one row per memory component, then the totals and the key results.
 void render_report_rows(const nlohmann::json& report, bool markdown, std::ostream& out);
 

@@ -131,6 +131,27 @@ void assumptions(const json& r, std::ostream& out) {
 
 void set_colour(bool on) { colour = on; }
 
+void render_columns(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                    std::ostream& out) {
+  // Widths in code points, so "×" and "–" count once.
+  auto width = [](const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<std::size_t> w(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) w[i] = width(header[i]);
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], width(r[i]));
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < cells.size(); ++i) s += cells[i] + std::string(i + 1 < cells.size() ? w[i] - width(cells[i]) + 2 : 0, ' ');
+    out << s << "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+}
+
 // Parallel layout, what one GPU sends per step, and the host memory offload needs.
 void distributed_lines(const json& r, std::ostream& out) {
   const json& p = r["parallel"];

@@ -19,6 +19,7 @@
 #include "parallel.h"
 #include "quant.h"
 #include "parse.h"
+#include "plan.h"
 #include "report.h"
 #include "throughput.h"
 #include "units.h"

@@ -127,4 +127,47 @@ inline Bytes parse_bytes(std::string_view text) {
   return Bytes(r);
 }
 
+// "30d", "12h", "90min", "45s", "50ms"; a bare number is seconds.
+inline Seconds parse_duration(std::string_view text) {
+  std::size_t used = 0;
+  const std::string s(text);
+  const std::string expect = "\"" + s + "\": expected a duration such as 30d, 12h, 90min, 45s or 50ms";
+  double v = 0;
+  try {
+    v = detail::parse_number_prefix(text, used);
+  } catch (const InputError&) {
+    throw InputError(expect);
+  }
+  const std::string suffix(text.substr(used));
+  double mult = 0;
+  if (suffix.empty() || suffix == "s") mult = 1;
+  else if (suffix == "ms") mult = 1e-3;
+  else if (suffix == "min" || suffix == "m") mult = 60;
+  else if (suffix == "h") mult = 3600;
+  else if (suffix == "d") mult = 86400;
+  else if (suffix == "w") mult = 7 * 86400;
+  else throw InputError(expect);
+  const double r = v * mult;
+  if (!(r > 0) || !std::isfinite(r) || r > 1e11) throw InputError(expect);
+  return Seconds(r);
+}
+
+// "10%" = 0.10; a bare number is a fraction ("0.1").
+inline double parse_fraction(std::string_view text) {
+  std::size_t used = 0;
+  const std::string s(text);
+  const std::string expect = "\"" + s + "\": expected a percentage such as 10% (or a fraction such as 0.1)";
+  double v = 0;
+  try {
+    v = detail::parse_number_prefix(text, used);
+  } catch (const InputError&) {
+    throw InputError(expect);
+  }
+  const std::string suffix(text.substr(used));
+  if (suffix == "%") v /= 100;
+  else if (!suffix.empty()) throw InputError(expect);
+  if (!(v >= 0 && v < 1)) throw InputError(expect);
+  return v;
+}
+
 }  // namespace gpuplan

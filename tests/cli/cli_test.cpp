@@ -92,6 +92,14 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"train", "--model", "llama-3.1-8b", "--gpus", "4", "--pp", "4", "--vpp", "2", "--grad-accum", "6"}, ExitCode::usage, "multiple of --pp"},
       {{"train", "--model", "llama-3.1-8b", "--gpus", "2", "--cp", "2", "--attention", "eager"}, ExitCode::usage, "--cp"},
       {{"train", "--model", "llama-3.1-8b", "--tp", "0"}, ExitCode::usage, "--tp"},
+      {{"plan"}, ExitCode::usage, ""},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--objective", "fast"}, ExitCode::usage, "objective"},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--headroom", "120%"}, ExitCode::usage, "percentage"},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--deadline", "3x"}, ExitCode::usage, "duration"},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--gpu", "nope"}, ExitCode::usage, "unknown accelerator"},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--provider", "nobody"}, ExitCode::usage, "no priced offering"},
+      {{"plan", "infer", "--model", "llama-3.1-8b"}, ExitCode::usage, "needs a target"},
+      {{"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "8", "--weights", "int3"}, ExitCode::usage, "weight format"},
       {{"train"}, ExitCode::usage, "--params, --model or --config"},
       {{"train", "--model", "nope"}, ExitCode::usage, "unknown model"},
       {{"train", "--config", data + "/configs/none.json"}, ExitCode::data, "cannot open"},
@@ -347,4 +355,49 @@ TEST_CASE("cli: train with tensor, pipeline and expert parallelism", "[cli][para
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(r.out, Catch::Contains("pipeline stage 0"));
   CHECK_THAT(r.out, Catch::Contains("Comms/step tensor"));
+}
+
+TEST_CASE("cli: plan train and plan infer", "[cli][plan]") {
+  auto r = run({"plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["command"] == "plan train");
+  REQUIRE(j["best"].size() == 5);
+  CHECK(j["search"]["configurations"].get<std::int64_t>() > 100000);
+  for (std::size_t i = 1; i < j["best"].size(); ++i)
+    CHECK(j["best"][i - 1]["usd"].get<double>() <= j["best"][i]["usd"].get<double>());
+  for (const auto& b : j["best"]) {
+    CHECK(b["memory_bytes"].get<double>() <= 0.9 * b["capacity_bytes"].get<double>());
+    const auto& L = b["layout"];
+    CHECK(L["data"].get<std::int64_t>() * L["tensor"].get<std::int64_t>() * L["pipeline"].get<std::int64_t>() ==
+          b["gpus"].get<std::int64_t>());
+  }
+  CHECK(j["why"].get<std::string>().find("cheapest") != std::string::npos);
+
+  // The table explains the winner in one line.
+  r = run({"plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--gpu", "h100,a100-80gb", "--max-gpus", "64"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(r.out, Catch::Contains("Why        "));
+  CHECK_THAT(r.out, Catch::Contains("h100-sxm"));
+  CHECK_THAT(r.out, !Catch::Contains("b200"));
+
+  // Nothing meets the request: the report still prints, exit 1 with one line on stderr.
+  r = run({"plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T", "--deadline", "1d", "--max-gpus", "64", "--format", "json"});
+  CHECK(r.code == ExitCode::limit);
+  CHECK(nlohmann::json::parse(r.out)["best"].empty());
+  CHECK_THAT(r.err, Catch::Contains("no setup meets"));
+
+  r = run({"plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["best"].empty());
+  for (const auto& b : j["best"]) {
+    CHECK(b["decode_tokens_per_s"].get<double>() >= 20000);
+    CHECK(b["per_token_latency_seconds"].get<double>() <= 0.040);
+  }
+  for (const char* f : {"csv", "md"}) {
+    r = run({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "32", "--format", f});
+    REQUIRE(r.code == ExitCode::ok);
+    CHECK_THAT(r.out, Catch::Contains("$/1M out"));
+  }
 }

@@ -25,6 +25,10 @@ cases = [
     ("prices", ["prices"]),
     ("scale", ["scale", "--budget", "1M", "--gpu", "h100"]),
     ("check", ["check", f"{data}/check/spec.json"]),
+    ("plan-train", ["plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T"]),
+    ("plan-train", ["plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--objective", "time", "--budget", "50K"]),
+    ("plan-infer", ["plan", "infer", "--model", "llama-3.1-70b", "--concurrency", "64"]),
+    ("plan-infer", ["plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms"]),
 ]
 failed = 0
 for name, args in cases:

@@ -36,3 +36,16 @@ TEST_CASE("parse_tokens", "[parse]") {
   CHECK(parse_tokens("300B").in(unit::tokens) == 300'000'000'000);
   CHECK_THROWS_AS(parse_tokens("x"), InputError);
 }
+
+TEST_CASE("parse_duration and parse_fraction", "[parse]") {
+  CHECK(parse_duration("30d").in(unit::seconds) == 30 * 86400);
+  CHECK(parse_duration("12h").in(unit::seconds) == 43200);
+  CHECK(parse_duration("90min").in(unit::seconds) == 5400);
+  CHECK(parse_duration("50ms").in(unit::seconds) == Approx(0.05));
+  CHECK(parse_duration("45").in(unit::seconds) == 45);
+  for (const char* bad : {"", "3x", "-1d", "0s", "d"}) CHECK_THROWS_AS(parse_duration(bad), InputError);
+  CHECK(parse_fraction("10%") == Approx(0.10));
+  CHECK(parse_fraction("0.25") == Approx(0.25));
+  CHECK(parse_fraction("0%") == 0);
+  for (const char* bad : {"120%", "1.5", "ten", "5x"}) CHECK_THROWS_AS(parse_fraction(bad), InputError);
+}

@@ -1,0 +1,571 @@
+// The planner: the cheapest (or fastest) setups that fit, searched over accelerators × GPU count × parallel
+// layout × micro-batch × recomputation × offload × offering for training, and accelerators × tensor parallelism ×
+// weight format × KV dtype × replicas for serving.
+//
+// Training search in two passes. A closed-form screen of the estimator's largest terms (TrainingMemoryScreen,
+// nanoseconds per layout, device-independent) keeps the layouts that may fit each device; candidates are ranked by
+// the objective; then the best ones are re-estimated with the full estimator (estimate_training_memory: the
+// timeline and the allocator replay) and only those that still fit with the requested headroom are reported. Every
+// printed memory figure is the full estimator's.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "catalog.h"
+#include "compute.h"
+#include "cost.h"
+#include "hardware.h"
+#include "memory/inference.h"
+#include "memory/training.h"
+#include "parallel.h"
+#include "throughput.h"
+
+namespace gpuplan {
+
+enum class Objective { cost, time };
+inline constexpr std::array<Spelling<Objective>, 2> objective_names{{{Objective::cost, "cost"}, {Objective::time, "time"}}};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Training layouts and the memory screen
+
+struct TrainingLayout {
+  std::int64_t gpus = 1, tp = 1, pp = 1, zero = 0, micro_batch = 1, grad_accum = 1;
+  Recompute recompute = Recompute::none;
+  Offload offload = Offload::none;  // optimizer states (and, with ZeRO-3, parameters) in host memory
+  std::int64_t dp() const { return gpus / (tp * pp); }
+};
+
+// The estimator's largest terms in closed form, from the same per-layer models (parameter inventory, saved
+// activations per token, loss buffers): weights, gradients and optimizer states sharded as the estimator shards
+// them, the first pipeline stage's in-flight activations or the last stage's loss buffers, the optimizer step's
+// temporaries, the CUDA context and NCCL buffers. It leaves out the allocator's reserve and small tensors, so it
+// is a lower bound the full estimator then checks.
+class TrainingMemoryScreen {
+ public:
+  TrainingMemoryScreen(const ModelSpec& s, const TrainingWorkload& base) : layers_(double(s.layers)) {
+    const PrecisionRecipe pr = recipe_of(base.precision);
+    per_param_weight_ = pr.weight;
+    per_param_grad_ = pr.grad;
+    const double moments = base.optimizer == Optimizer::sgd ? 0.0
+                           : (base.optimizer == Optimizer::sgd_momentum || base.optimizer == Optimizer::lion) ? 1.0
+                                                                                                              : 2.0;
+    per_param_states_ = moments * pr.state + pr.master;
+    step_temp_per_param_ = (pr.master > 0 ? 4.0 : 0.0) +
+                           (pr.master == 0 && (base.optimizer == Optimizer::adamw || base.optimizer == Optimizer::adam) ? pr.state : 0.0);
+    // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN). The layer inventory is
+    // linear in the split widths, so evaluating it at doubled widths separates the two.
+    ModelSpec wide = s;
+    wide.heads *= 2;
+    wide.kv_heads *= 2;
+    wide.intermediate *= 2;
+    wide.moe.intermediate *= 2;
+    wide.moe.shared_intermediate *= 2;
+    double p1 = 0, p2 = 0;
+    for (std::int64_t l = 0; l < s.layers; ++l) {
+      for (const auto& g : layer_params(s, l)) p1 += double(g.numel());
+      for (const auto& g : layer_params(wide, l)) p2 += double(g.numel());
+    }
+    layer_split_ = (p2 - p1) / layers_;
+    layer_replicated_ = (2 * p1 - p2) / layers_;
+    const double h = double(s.hidden), V = double(s.vocab);
+    vocab_params_ = V * h;
+    head_params_ = s.tied_embeddings ? 0.0 : V * h;
+    // Activations saved per token per layer, split the same way, for each recomputation mode.
+    const detail::ActivationDtypes dt{pr.compute, pr.stream, pr.autocast};
+    TrainingWorkload w = base;
+    const detail::LayerActivationModel act(s, w, dt), act_wide(wide, w, dt);
+    double a1 = 0, a2 = 0;
+    for (std::int64_t l = 0; l < s.layers; ++l) {
+      a1 += act.layer(l).per_token;
+      a2 += act_wide.layer(l).per_token;
+    }
+    act_split_ = (a2 - a1) / layers_;
+    act_hidden_ = (2 * a1 - a2) / layers_;
+    checkpoint_ = pr.stream * h;
+    // Loss buffers per token (backward through the loss, estimate_training_memory): 12 B per vocabulary entry for
+    // 16-bit logits, 4 more with the vocabulary-parallel loss.
+    const double cl = pr.compute;
+    loss_per_vocab_ = cl + 8.0 + (cl < 4 ? cl : 0.0);
+    vocab_ = V;
+    hidden_ = h;
+    seq_ = double(base.seq);
+    fixed_ = (PytorchProfile::cuda_context + PytorchProfile::cublas_workspaces).in(unit::bytes);
+    nccl_ = PytorchProfile::nccl_buffers.in(unit::bytes);
+  }
+
+  // Per-GPU bytes on the most-loaded pipeline stage (first or last), without the allocator's reserve.
+  double lower_bound(const TrainingLayout& L) const {
+    const double tp = double(L.tp), pp = double(L.pp), dp = double(L.dp());
+    const double T = double(L.micro_batch) * seq_;
+    const double stage_layers = std::ceil(layers_ / pp);
+    const double layer_params = layer_replicated_ + layer_split_ / tp;
+    const double first_params = stage_layers * layer_params + vocab_params_ / tp + (L.pp == 1 ? head_params_ / tp : 0.0);
+    const double last_params = stage_layers * layer_params + (head_params_ > 0 ? head_params_ : vocab_params_) / tp;
+    const double params = std::max(first_params, L.pp > 1 ? last_params : 0.0);
+    const bool sharded = dp > 1;
+    const double weights = params * per_param_weight_ / (sharded && L.zero == 3 ? dp : 1.0) *
+                           (L.offload != Offload::none && L.zero == 3 ? 0.0 : 1.0);
+    const double grads = params * per_param_grad_ / (sharded && L.zero >= 2 ? dp : 1.0);
+    const double states = L.offload != Offload::none ? 0.0 : params * per_param_states_ / (sharded && L.zero >= 1 ? dp : 1.0);
+    const double step_temp = L.offload != Offload::none ? 0.0 : params * step_temp_per_param_ / (sharded && L.zero >= 1 ? dp : 1.0);
+    // Saved activations per token per layer on this rank (TP splits heads and FFN; no sequence parallelism here).
+    const double saved = L.recompute == Recompute::full ? checkpoint_ : act_hidden_ + act_split_ / tp;
+    const double working = act_hidden_ + act_split_ / tp;
+    const double in_flight_first = L.pp > 1 ? double(std::min(L.pp, L.grad_accum)) : 1.0;
+    const double acts_first = (in_flight_first * stage_layers * saved + working) * T;
+    const double loss = (loss_per_vocab_ + (L.tp > 1 ? 4.0 : 0.0)) * vocab_ / tp * T;
+    const double acts_last = (stage_layers * saved + working) * T + loss;
+    const double accum = L.grad_accum > 1 ? grads : 0.0;
+    // DDP's gradient buckets (a second gradient copy); FSDP2's gathered layers: the current and the prefetched one
+    // under full shard, two copies each (all-gather buffer and unsharded parameters).
+    const double buckets = sharded && L.zero == 0 ? params * per_param_grad_ : 0.0;
+    const double gathered = sharded && L.zero == 3 ? 4.0 * layer_params * per_param_weight_ : 0.0;
+    const double backward = weights + states + accum + buckets + gathered +
+                            std::max(acts_first + (L.pp == 1 ? loss : 0.0), L.pp > 1 ? acts_last : 0.0);
+    const double step = weights + grads + states + step_temp + buckets;
+    return std::max(backward, step) + fixed_ + (L.gpus > 1 ? nccl_ : 0.0);
+  }
+
+ private:
+  double layers_;
+  double per_param_weight_ = 0, per_param_grad_ = 0, per_param_states_ = 0, step_temp_per_param_ = 0;
+  double layer_split_ = 0, layer_replicated_ = 0, vocab_params_ = 0, head_params_ = 0;
+  double act_split_ = 0, act_hidden_ = 0, checkpoint_ = 0, loss_per_vocab_ = 0;
+  double vocab_ = 0, hidden_ = 0, seq_ = 0, fixed_ = 0, nccl_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Training plan
+
+struct TrainingPlanRequest {
+  TrainingWorkload base;                  // precision, optimizer, seq, attention, profile (layout fields ignored)
+  Tokens tokens{0};
+  double global_batch_tokens = 4.0e6;     // tokens per optimizer step (Llama 2: 4M)
+  double headroom = 0.10;                 // keep this share of usable memory free
+  Objective objective = Objective::cost;
+  int top = 5;
+  std::int64_t max_gpus = 4096;
+  std::optional<Seconds> deadline;
+  std::optional<Usd> budget;
+  std::string provider;
+  std::vector<std::string> gpus;          // accelerator ids to consider (empty: the whole catalog)
+  bool spot = false;
+  std::optional<double> mfu;              // default: the device class's (compute.h)
+  std::optional<ByteRate> network;        // per GPU between nodes (default 50 GB/s)
+};
+
+struct TrainingCandidate {
+  const Device* device = nullptr;
+  const Offering* offering = nullptr;
+  TrainingLayout layout;
+  double screen_bytes = 0;                // the closed-form lower bound
+  Bytes memory{0};                        // the full estimate, per GPU (after verification)
+  std::string peak_phase;
+  Seconds time{0};
+  double compute_seconds = 0, bubble_seconds = 0, exposed_comm_seconds = 0;
+  double mfu = 0;
+  std::int64_t instances = 0;             // whole instances rented (count GPUs each)
+  UsdPerHour per_gpu_hour{0};
+  Usd cost{0};
+};
+
+struct TrainingPlan {
+  std::vector<TrainingCandidate> best;    // verified, in objective order, one per (device, GPU count)
+  std::int64_t evaluated = 0;             // (layout, offering) configurations the screen evaluated
+  std::int64_t layouts = 0;               // device-independent layouts screened
+  std::int64_t candidates = 0;            // configurations that passed the screen and the constraints
+  std::int64_t verified = 0;              // full estimates run
+  std::int64_t rejected = 0;              // of those, over the headroom
+  Flops model_flops{0};
+  std::vector<std::string> assumptions;
+};
+
+namespace detail {
+
+inline double objective_value(const TrainingCandidate& c, Objective o) {
+  return o == Objective::cost ? c.cost.in(unit::usd) : c.time.in(unit::seconds);
+}
+// Ranking: the objective, then the other one (the same cost sooner, the same time cheaper).
+inline bool ranks_before(const TrainingCandidate& a, const TrainingCandidate& b, Objective o) {
+  const double x = objective_value(a, o), y = objective_value(b, o);
+  if (x != y) return x < y;
+  return objective_value(a, o == Objective::cost ? Objective::time : Objective::cost) <
+         objective_value(b, o == Objective::cost ? Objective::time : Objective::cost);
+}
+
+// ZeRO-Offload's optimizer step on the host, per parameter of the GPU's shard and step: measured on 2 × H200 with
+// FSDP2 CPUOffloadPolicy (torch's CPU AdamW plus the parameter/gradient copies over PCIe): 6.6 s of a 6.9 s step
+// for 1.6B parameters per GPU (tests/data/calibration/measured_d1.jsonl). DeepSpeed's CPU-Adam is faster; this is
+// the conservative, measured figure.
+inline constexpr double offload_seconds_per_param = 4.1e-9;
+
+inline std::vector<std::int64_t> powers_of_two(std::int64_t hi) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t n = 1; n <= hi; n *= 2) v.push_back(n);
+  return v;
+}
+
+}  // namespace detail
+
+inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest& req, const Catalog& cat) {
+  validate(s);
+  validate(req.base);
+  if (req.tokens.in(unit::tokens) <= 0) throw InputError("plan train needs a positive token count (--tokens)");
+  if (!(req.headroom >= 0 && req.headroom < 0.9)) throw InputError("--headroom must be between 0% and 90%");
+  if (req.top < 1 || req.top > 100) throw InputError("--top must be between 1 and 100");
+  if (req.max_gpus < 1 || req.max_gpus > 1'000'000) throw InputError("--max-gpus must be between 1 and 1,000,000");
+  if (!(req.global_batch_tokens >= double(req.base.seq))) throw InputError("--global-batch must hold at least one sequence");
+  if (req.base.lora.rank > 0) throw InputError("plan train searches full training; LoRA is not in the search");
+
+  // Devices and their cheapest offering per instance size (the same time at a higher price never wins).
+  struct DeviceChoice {
+    const Device* device;
+    const Offering* offering;
+    double per_gpu_hour;
+    double peak;
+    double mfu;
+    double usable;
+  };
+  const ComputeFormat format = compute_format(req.base.precision);
+  std::vector<DeviceChoice> choices;
+  for (const auto& d : cat.devices) {
+    if (!req.gpus.empty() &&
+        std::none_of(req.gpus.begin(), req.gpus.end(), [&](const std::string& g) { return cat.find(g) == &d; }))
+      continue;
+    const auto peak = peak_for(d, format);
+    if (!peak) continue;
+    std::vector<const Offering*> best_by_size;
+    for (const auto& f : cat.offerings) {
+      if (cat.find(f.accelerator) != &d) continue;
+      if (!req.provider.empty() && f.provider != req.provider) continue;
+      const auto& price = req.spot ? f.spot : f.on_demand;
+      if (!price) continue;
+      auto same = std::find_if(best_by_size.begin(), best_by_size.end(), [&](const Offering* o) { return o->count == f.count; });
+      const double per = price->in(unit::usd_per_hour) / f.count;
+      if (same == best_by_size.end()) best_by_size.push_back(&f);
+      else if (per < ((req.spot ? (*same)->spot : (*same)->on_demand)->in(unit::usd_per_hour) / (*same)->count)) *same = &f;
+    }
+    for (const Offering* f : best_by_size)
+      choices.push_back({&d, f, (req.spot ? f->spot : f->on_demand)->in(unit::usd_per_hour) / f->count, *peak,
+                         req.mfu.value_or(default_mfu(d, format).mfu), d.capacity().in(unit::bytes) * (1 - req.headroom)});
+  }
+  for (const auto& g : req.gpus) cat.get(g);  // unknown ids are usage errors
+  if (choices.empty())
+    throw InputError("no priced offering matches (--gpu/--provider/--spot): nothing to plan on");
+
+  TrainingPlan plan;
+  const double tokens = double(req.tokens.in(unit::tokens));
+  const double seq = double(req.base.seq);
+  const double h = double(s.hidden), c_bytes = recipe_of(req.base.precision).compute;
+  std::array<Flops, 3> hw_flops{};
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    const TrainingFlops f = training_flops(s, req.tokens, req.base.seq, r);
+    hw_flops[static_cast<int>(r)] = f.hardware;
+    plan.model_flops = f.model;
+  }
+  const TrainingMemoryScreen screen(s, req.base);
+  const PrecisionRecipe pr = recipe_of(req.base.precision);
+  const double params = double(count_params(s).total.in(unit::params));
+
+  // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
+  const std::size_t keep = std::size_t(std::max(64, req.top * 24));
+  auto worse = [&](const TrainingCandidate& a, const TrainingCandidate& b) {
+    return detail::ranks_before(a, b, req.objective);
+  };
+  std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)> heap(worse);
+
+  const std::int64_t max_node = 8;  // tensor parallelism stays inside an NVLink domain of 8 (HGX boards)
+  for (std::int64_t n : detail::powers_of_two(req.max_gpus)) {
+    for (std::int64_t tp : {1, 2, 4, 8}) {
+      if (tp > n || tp > max_node || s.heads % tp || s.kv_heads % tp || s.intermediate % tp) continue;
+      if (s.moe.experts > 0 && s.moe.intermediate % tp) continue;
+      for (std::int64_t pp = 1; tp * pp <= n && pp <= s.layers; pp *= 2) {
+        const std::int64_t dp = n / (tp * pp);
+        for (std::int64_t mb : {1, 2, 4, 8, 16}) {
+          // Micro-batches per step for the global batch; a layout whose one step already overshoots it is out.
+          const double per_step = double(mb) * seq * double(dp);
+          if (per_step > req.global_batch_tokens * 1.0001) continue;
+          const std::int64_t m = std::max<std::int64_t>(1, std::llround(req.global_batch_tokens / per_step));
+          for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+              for (Offload off : {Offload::none, Offload::cpu}) {
+                if (off != Offload::none && zero == 0) continue;  // ZeRO-Offload works on ZeRO's partitions
+                TrainingLayout L{n, tp, pp, zero, mb, m, rc, off};
+                const double bytes = screen.lower_bound(L);
+                ++plan.layouts;
+                // Time: the hardware FLOPs at the device's MFU, plus the pipeline bubble, plus communication that
+                // does not hide behind compute (TP all-reduces; DP collectives beyond the backward pass).
+                const double steps = tokens / (per_step * double(m));
+                const double bubble = pp > 1 ? double(pp - 1) / double(m) : 0.0;
+                const double tp_bytes = tp > 1 ? double(m) * std::ceil(double(s.layers) / double(pp)) *
+                                                     (4.0 + (rc == Recompute::full ? 2.0 : 0.0)) * 2.0 *
+                                                     double(tp - 1) / double(tp) * double(mb) * seq * h * c_bytes
+                                               : 0.0;
+                const double local = params / double(tp * pp);
+                const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
+                const double dp_bytes = ring * local *
+                                        (zero == 0 ? 2.0 * pr.grad : zero < 3 ? pr.grad + pr.weight : pr.grad + 2.0 * pr.weight);
+                for (const auto& ch : choices) {
+                  ++plan.evaluated;
+                  if (bytes > ch.usable) continue;
+                  const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
+                  if (tp > node) continue;
+                  const double compute = hw_flops[static_cast<int>(rc)].in(unit::flop) / (double(n) * ch.peak * ch.mfu);
+                  const double nvlink = ch.device->interconnect_bandwidth
+                                            ? ch.device->interconnect_bandwidth->in(unit::bytes_per_s) / 2
+                                            : 32e9;
+                  const double network = req.network ? req.network->in(unit::bytes_per_s) : 50e9;
+                  const double dp_bw = (n > node) ? network : nvlink;
+                  const double step_compute = compute / steps;
+                  const double offload_step =
+                      off != Offload::none ? local / double(zero >= 1 ? dp : 1) * detail::offload_seconds_per_param : 0.0;
+                  const double exposed = steps * (tp_bytes / nvlink + offload_step +
+                                                  std::max(0.0, dp_bytes / dp_bw - step_compute * 2.0 / 3.0));
+                  TrainingCandidate c;
+                  c.device = ch.device;
+                  c.offering = ch.offering;
+                  c.layout = L;
+                  c.screen_bytes = bytes;
+                  c.compute_seconds = compute;
+                  c.bubble_seconds = compute * bubble;
+                  c.exposed_comm_seconds = exposed;
+                  c.mfu = ch.mfu;
+                  c.time = Seconds(compute * (1 + bubble) + exposed);
+                  c.instances = (n + node - 1) / node;
+                  c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
+                  c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);
+                  if (req.deadline && c.time > *req.deadline) continue;
+                  if (req.budget && c.cost > *req.budget) continue;
+                  ++plan.candidates;
+                  if (heap.size() < keep) heap.push(std::move(c));
+                  else if (worse(c, heap.top())) {
+                    heap.pop();
+                    heap.push(std::move(c));
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::vector<TrainingCandidate> ranked;
+  while (!heap.empty()) {
+    ranked.push_back(heap.top());
+    heap.pop();
+  }
+  std::reverse(ranked.begin(), ranked.end());
+  // Verify with the full estimator, best first; one setup per (device, GPU count) so the list shows alternatives.
+  std::vector<std::pair<const Device*, std::int64_t>> seen;
+  for (auto& c : ranked) {
+    if (int(plan.best.size()) >= req.top) break;
+    const std::pair<const Device*, std::int64_t> key{c.device, c.layout.gpus};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    TrainingWorkload w = req.base;
+    w.gpus = c.layout.gpus;
+    w.tp = c.layout.tp;
+    w.pp = c.layout.pp;
+    w.zero = int(c.layout.zero);
+    w.batch = c.layout.micro_batch;
+    w.grad_accum = c.layout.grad_accum;
+    w.recompute = c.layout.recompute;
+    w.offload_optimizer = c.layout.offload;
+    w.offload_params = c.layout.offload != Offload::none && c.layout.zero == 3 ? Offload::cpu : Offload::none;
+    const TrainingEstimate e = estimate_training_memory(s, w);
+    ++plan.verified;
+    if (e.memory.total.in(unit::bytes) > c.device->capacity().in(unit::bytes) * (1 - req.headroom)) {
+      ++plan.rejected;
+      continue;
+    }
+    c.memory = e.memory.total;
+    c.peak_phase = e.memory.peak_phase;
+    seen.push_back(key);
+    plan.best.push_back(c);
+  }
+  auto& as = plan.assumptions;
+  as.push_back("search: powers-of-two GPU counts up to " + std::to_string(req.max_gpus) +
+               "; tp 1–8 inside a node; pp powers of two; ZeRO 0–3; micro-batch 1–16; recompute none/selective/full; "
+               "optimizer offload to CPU; the cheapest offering per instance size");
+  as.push_back("global batch " + std::to_string(std::llround(req.global_batch_tokens)) +
+               " tokens per step: micro-batches per step = global batch / (micro-batch × seq × dp)");
+  as.push_back("time: hardware FLOPs (recomputation included) at the device's default MFU, plus the pipeline bubble "
+               "(pp − 1)/m, plus tensor-parallel all-reduces (not overlapped), data-parallel collectives beyond "
+               "2/3 of the step's compute and the host optimizer step under offload (4.1 ns per parameter of the "
+               "GPU's shard, measured with FSDP2 CPU offload); the micro-batch size does not change the MFU");
+  as.push_back("memory: every reported figure is the full per-GPU estimate (pytorch profile); a closed-form screen "
+               "only pre-selects, and candidates over the headroom are dropped (" + std::to_string(plan.rejected) +
+               " here)");
+  as.push_back("cost: whole instances at the offering's " + std::string(req.spot ? "spot" : "on-demand") +
+               " price, for the run's wall time");
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Serving plan: vLLM on each accelerator, tp GPUs per replica, as many replicas as the target needs
+
+struct ServingPlanRequest {
+  std::int64_t prompt_len = 2048;
+  std::int64_t new_tokens = 512;
+  Precision precision = Precision::bf16;
+  std::optional<double> concurrency;        // sequences served at once
+  std::optional<double> tokens_per_second;  // aggregate output tokens per second
+  std::optional<Seconds> latency;           // per output token, at most
+  Objective objective = Objective::cost;    // cost: $ per 1M output tokens; time: per-token latency
+  int top = 5;
+  std::int64_t max_gpus = 1024;
+  double headroom = 0.0;                    // vLLM claims its share of memory itself (gpu_memory_utilization)
+  std::string provider;
+  std::vector<std::string> gpus;
+  bool spot = false;
+  std::vector<WeightFormat> weights{WeightFormat::bf16, WeightFormat::fp8, WeightFormat::awq_int4};
+  std::vector<KvDtype> kv{KvDtype::bf16, KvDtype::fp8};
+  Efficiency efficiency;
+};
+
+struct ServingCandidate {
+  const Device* device = nullptr;
+  const Offering* offering = nullptr;
+  std::int64_t tp = 1, replicas = 1, instances = 1;
+  WeightFormat weights = WeightFormat::bf16;
+  KvDtype kv = KvDtype::bf16;
+  Bytes weight_bytes{0};                   // per GPU
+  double max_concurrency = 0;              // sequences of prompt + new tokens one replica's KV pool holds
+  std::int64_t batch = 1;                  // sequences decoded together per replica
+  double decode_tokens_per_s = 0;          // all replicas
+  Seconds token_latency{0};
+  Seconds time_to_first_token{0};
+  double usd_per_hour = 0;
+  double usd_per_million_output_tokens = 0;
+};
+
+struct ServingPlan {
+  std::vector<ServingCandidate> best;
+  std::int64_t evaluated = 0;
+  std::vector<std::string> assumptions;
+};
+
+inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& req, const Catalog& cat) {
+  validate(s);
+  if (!req.concurrency && !req.tokens_per_second && !req.latency)
+    throw InputError("plan infer needs a target: --concurrency, --tokens-per-second or --latency");
+  if (req.concurrency && !(*req.concurrency >= 1 && *req.concurrency <= 1e7)) throw InputError("--concurrency must be between 1 and 1e7");
+  if (req.tokens_per_second && !(*req.tokens_per_second > 0 && *req.tokens_per_second <= 1e9))
+    throw InputError("--tokens-per-second must be positive");
+  if (req.latency && !(req.latency->in(unit::seconds) > 0)) throw InputError("--latency must be positive");
+  if (req.top < 1 || req.top > 100) throw InputError("--top must be between 1 and 100");
+  if (req.max_gpus < 1 || req.max_gpus > 1'000'000) throw InputError("--max-gpus must be between 1 and 1,000,000");
+  for (const auto& g : req.gpus) cat.get(g);
+  ServingPlan plan;
+  const double context = double(req.prompt_len + req.new_tokens);
+  const double avg_ctx = std::max(1.0, context - double(req.new_tokens) / 2.0);  // decode reads the cache at this length
+  for (const auto& d : cat.devices) {
+    if (!req.gpus.empty() &&
+        std::none_of(req.gpus.begin(), req.gpus.end(), [&](const std::string& g) { return cat.find(g) == &d; }))
+      continue;
+    // The cheapest offering of the device (per GPU); instances of its size.
+    const Offering* offering = nullptr;
+    double per_gpu = 0;
+    for (const auto& f : cat.offerings) {
+      if (cat.find(f.accelerator) != &d || (!req.provider.empty() && f.provider != req.provider)) continue;
+      const auto& price = req.spot ? f.spot : f.on_demand;
+      if (!price) continue;
+      const double per = price->in(unit::usd_per_hour) / f.count;
+      if (!offering || per < per_gpu) { offering = &f; per_gpu = per; }
+    }
+    if (!offering) continue;
+    const std::int64_t node = std::max(1, offering->count);
+    for (std::int64_t tp : {1, 2, 4, 8}) {
+      if (tp > node || (s.kv_heads % tp != 0 && tp % s.kv_heads != 0)) continue;
+      for (WeightFormat wf : req.weights) {
+        if (!serving_peak(d, wf).first) continue;
+        for (KvDtype kv : req.kv) {
+          ++plan.evaluated;
+          InferenceWorkload w;
+          w.profile = Profile::vllm;
+          w.precision = req.precision;
+          w.weights = wf;
+          w.kv = kv;
+          w.tp = tp;
+          w.prompt_len = req.prompt_len;
+          w.new_tokens = req.new_tokens;
+          w.device_memory = Bytes(d.capacity().in(unit::bytes) * (1 - req.headroom));
+          const InferenceEstimate e = estimate_inference_memory(s, w);
+          const double conc = e.serving.max_concurrency.value_or(0);
+          if (conc < 1) continue;
+          auto speed = [&](std::int64_t b) {
+            return serving_throughput(s, d, e.weights, e.weight_bytes.in(unit::bytes), e.kv_bytes_per_token.in(unit::bytes),
+                                      b, req.prompt_len, avg_ctx, tp, req.efficiency);
+          };
+          // Sequences per replica: the target concurrency where it fits, else the pool's limit; under a latency
+          // target, the largest batch whose decode step still meets it (decode time grows with the batch).
+          std::int64_t b = std::max<std::int64_t>(1, std::int64_t(std::floor(conc)));
+          if (req.concurrency) b = std::min<std::int64_t>(b, std::int64_t(std::ceil(*req.concurrency)));
+          if (req.latency) {
+            if (speed(1).decode_step > *req.latency) continue;
+            std::int64_t lo = 1, hi = b;
+            while (lo < hi) {
+              const std::int64_t mid = (lo + hi + 1) / 2;
+              if (speed(mid).decode_step <= *req.latency) lo = mid;
+              else hi = mid - 1;
+            }
+            b = lo;
+          }
+          const Throughput th = speed(b);
+          std::int64_t replicas = 1;
+          if (req.concurrency) replicas = std::max<std::int64_t>(replicas, std::int64_t(std::ceil(*req.concurrency / double(b))));
+          if (req.tokens_per_second)
+            replicas = std::max<std::int64_t>(replicas, std::int64_t(std::ceil(*req.tokens_per_second / th.decode_tokens_per_s)));
+          if (replicas * tp > req.max_gpus) continue;
+          ServingCandidate c;
+          c.device = &d;
+          c.offering = offering;
+          c.tp = tp;
+          c.replicas = replicas;
+          c.instances = (replicas * tp + node - 1) / node;
+          c.weights = e.weights;
+          c.kv = e.kv;
+          c.weight_bytes = e.weight_bytes;
+          c.max_concurrency = conc;
+          c.batch = b;
+          c.decode_tokens_per_s = double(replicas) * th.decode_tokens_per_s;
+          c.token_latency = th.decode_step;
+          c.time_to_first_token = Seconds(th.prefill.in(unit::seconds) / double(b));  // one prompt's share
+          c.usd_per_hour = double(c.instances * node) * per_gpu;
+          c.usd_per_million_output_tokens = c.usd_per_hour / (c.decode_tokens_per_s * 3600.0) * 1e6;
+          plan.best.push_back(c);
+        }
+      }
+    }
+  }
+  auto value = [&](const ServingCandidate& c) {
+    return req.objective == Objective::cost ? c.usd_per_million_output_tokens : c.token_latency.in(unit::seconds);
+  };
+  std::sort(plan.best.begin(), plan.best.end(), [&](const auto& a, const auto& b) { return value(a) < value(b); });
+  // One setup per (device, weight format) so the list shows alternatives.
+  std::vector<ServingCandidate> shown;
+  for (const auto& c : plan.best) {
+    if (int(shown.size()) >= req.top) break;
+    if (std::any_of(shown.begin(), shown.end(), [&](const auto& x) { return x.device == c.device && x.weights == c.weights; }))
+      continue;
+    shown.push_back(c);
+  }
+  plan.best = std::move(shown);
+  plan.assumptions.push_back("engine: vLLM (profile vllm: gpu_memory_utilization 0.9, 16-token KV blocks); a replica is "
+                             "tp GPUs of one instance; replicas until the target is met");
+  plan.assumptions.push_back("throughput: roofline at " + std::to_string(int(req.efficiency.memory * 100)) +
+                             "% of memory bandwidth and " + std::to_string(int(req.efficiency.compute * 100)) +
+                             "% of peak FLOP/s; decode reads the cache at its average length");
+  plan.assumptions.push_back("cost: whole instances of the cheapest " + std::string(req.spot ? "spot" : "on-demand") +
+                             " offering; $ per 1M output tokens at the planned load");
+  plan.assumptions.push_back("quantised formats change quality: compare evaluations before choosing one");
+  return plan;
+}
+
+}  // namespace gpuplan

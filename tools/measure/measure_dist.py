@@ -62,10 +62,12 @@ def step_loop(torch, model_step, opt, m):
         torch.cuda.synchronize()
         t0 = time.time()
         ph = model_step()
+        ph["reserved_after_backward"] = torch.cuda.max_memory_reserved()
         opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
         ph["step_peak"] = torch.cuda.max_memory_allocated()
+        ph["reserved_after_step"] = torch.cuda.max_memory_reserved()
         ph["seconds"] = time.time() - t0
         phases.append(ph)
         peak_alloc = max(peak_alloc, torch.cuda.max_memory_allocated())
@@ -73,6 +75,21 @@ def step_loop(torch, model_step, opt, m):
     m["phases"] = phases
     m["state_after_step_bytes"] = torch.cuda.memory_allocated()
     return peak_alloc, peak_res
+
+
+def summarize_segments(torch):
+    """Caching-allocator segments at the end of the run, by stream: reserved, allocated, and the free blocks."""
+    out = {}
+    for seg in torch.cuda.memory_snapshot():
+        s = out.setdefault(str(seg["stream"]), {"segments": 0, "reserved": 0, "allocated": 0, "free_blocks": []})
+        s["segments"] += 1
+        s["reserved"] += seg["total_size"]
+        s["allocated"] += seg["allocated_size"]
+        s["free_blocks"] += [b["size"] for b in seg["blocks"] if b["state"] == "inactive"]
+    for s in out.values():
+        fb = sorted(s["free_blocks"], reverse=True)
+        s["free_blocks"] = {"count": len(fb), "bytes": sum(fb), "largest": fb[:8]}
+    return out
 
 
 def fwd_bwd(torch, forward):
@@ -220,6 +237,8 @@ def run_rank(case):
     else:
         raise SystemExit(f"unknown framework {fw}")
 
+    if os.environ.get("SNAPSHOT"):
+        m["segments"] = summarize_segments(torch)
     free, total = torch.cuda.mem_get_info()
     ctx = (total - free) - torch.cuda.memory_reserved()
     m.update({"context_bytes": ctx, "device_bytes": res + ctx, "reserved_bytes": res, "allocated_bytes": alloc})

@@ -1,5 +1,7 @@
 // Model parallelism: the rank's share of the model, Korthikanti et al.'s activation formulas, 1F1B in-flight
 // micro-batches, the pipeline bubble and the model-parallel traffic, against hand-computed values.
+#include <cmath>
+
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/training.h>
 #include <gpuplan/model_presets.h>
@@ -253,4 +255,20 @@ TEST_CASE("loss buffers under tensor and pipeline parallelism (2 × H200 mechani
   CHECK(b(last.memory.moments.back().at.logits) == Approx(4 * 2 * V * T));
   w.profile = Profile::none;  // a framework behaviour, not tensor arithmetic
   CHECK(b(detail::estimate_stage(llama, w, pipeline_stages(llama.layers, w)[1]).memory.moments.back().at.logits) == 0);
+}
+
+TEST_CASE("FSDP2 with CPU offload on a tied-embedding model (a replay crash, fixed)", "[parallel][training]") {
+  // The replay once replaced "the first gradient" when the tied matrix's gradients were summed; under offload no
+  // gradient stays on the GPU and that access crashed.
+  TrainingWorkload w;
+  w.precision = Precision::pure_bf16;
+  w.gpus = 2;
+  w.zero = 3;
+  w.offload_optimizer = Offload::cpu;
+  w.offload_params = Offload::cpu;
+  w.recompute = Recompute::full;
+  const auto e = estimate_training_memory(find_preset("llama-3.2-1b").spec, w);
+  CHECK(std::isfinite(b(e.memory.total)));
+  CHECK(b(e.memory.total) > 0);
+  CHECK(b(e.host_memory) > 0);
 }

@@ -435,21 +435,42 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
     A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
     std::vector<H> states, grads;
     std::vector<double> grad_bytes;  // parallel to grads
+    // FSDP2 reduce-scatters on a stream of its own, and the caching allocator keeps each stream's blocks apart:
+    // the reduce-scatter output — the sharded gradient — lives in the reduce-scatter stream's pool, out of reach of
+    // the activations freed on the default stream (allocator snapshot on 2 × H200: one block per layer's gradient
+    // shard in a pool of its own). With CPU offload the shard goes to the host at once.
+    const bool fsdp = pytorch && sharded && w.zero >= 2;
+    constexpr int reduce_scatter_stream = 1;
     auto add_grad = [&](double bytes) {
-      grads.push_back(A.malloc(bytes));
+      const H g = A.malloc(bytes, fsdp ? reduce_scatter_stream : 0);
+      if (fsdp && w.offload_optimizer != Offload::none) {
+        A.free(g);
+        return;
+      }
+      grads.push_back(g);
       grad_bytes.push_back(bytes);
+    };
+    const double gathered_layer = max_layer_params * pr.weight;
+    // FSDP2's all-gather buffer and the unsharded parameters copied out of it, per gathered layer. (Its all-gather
+    // stream pool holds one layer's buffer, reused layer after layer; modelled on the default stream, where
+    // the replay matches the measured reserve better.)
+    std::vector<std::pair<H, H>> gathered_h;
+    auto gather = [&] { gathered_h.push_back({A.malloc(gathered_layer), A.malloc(gathered_layer)}); };
+    auto release = [&] {
+      A.free(gathered_h.back().first);
+      A.free(gathered_h.back().second);
+      gathered_h.pop_back();
     };
     for (int step = 0; step < 3; ++step) {
       // Forward.
       std::vector<std::vector<H>> saved(static_cast<std::size_t>(s.layers));
       std::vector<std::vector<H>> casts(static_cast<std::size_t>(s.layers));
-      std::vector<H> gathered_h;
       const H others = A.malloc(in_flight);  // earlier micro-batches in flight on this pipeline stage
       const H outputs = A.malloc(earlier_outputs);  // their last-stage outputs, kept by the pipeline schedule
       H resid = A.malloc(pr.stream * h * T / sp_div);  // embedding output (or the activation received)
       for (std::int64_t l = 0; l < s.layers; ++l) {
         const auto i = static_cast<std::size_t>(l);
-        if (sharded && w.zero >= 2) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
+        if (sharded && w.zero >= 2) gather();
         if (pr.autocast)
           for (const auto& g : inv.per_layer[i]) if (g.linear) casts[i].push_back(A.malloc(double(g.numel()) * 2.0));
         H ckpt = w.recompute == Recompute::full ? A.malloc(pr.stream * h * T / sp_div) : CachingAllocatorModel::none;
@@ -471,7 +492,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
           saved[i] = {ckpt};
           if (pr.autocast) { for (H x : casts[i]) A.free(x); casts[i].clear(); }
         }
-        if (sharded && w.zero == 3) { A.free(gathered_h.back()); gathered_h.pop_back(); }
+        if (sharded && w.zero == 3) release();
       }
       // Loss (on the last pipeline stage; VT = 0 elsewhere allocates nothing).
       const double VT = st.head ? V * T : 0.0;
@@ -496,13 +517,18 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       A.free(shifted);
       H dh = A.malloc(pr.compute * h * T / sp_div);
       if (!lora) for (const auto& g : inv.head) if (trainable_group(g, false)) add_grad(double(g.numel()) * grad_el * grad_scale);
-      if (!lora && s.tied_embeddings) add_grad(V * h * grad_el * grad_scale);
+      std::optional<std::size_t> tied_grad;  // the shared matrix's gradient, made at lm_head
+      if (!lora && s.tied_embeddings) {
+        const std::size_t before = grads.size();
+        add_grad(V * h * grad_el * grad_scale);
+        if (grads.size() > before) tied_grad = before;
+      }
       A.free(g3);
       A.free(head_cast);
       for (H x : head) A.free(x);
       for (std::int64_t l = s.layers - 1; l >= 0; --l) {
         const auto i = static_cast<std::size_t>(l);
-        if (sharded && w.zero == 3) gathered_h.push_back(A.malloc(2.0 * max_layer_params * pr.weight));
+        if (sharded && w.zero == 3) gather();
         std::vector<H> re;
         if (w.recompute == Recompute::full) {
           if (pr.autocast) for (const auto& g : inv.per_layer[i]) if (g.linear) casts[i].push_back(A.malloc(double(g.numel()) * 2.0));
@@ -525,15 +551,19 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
         for (H x : casts[i]) A.free(x);
         A.free(dh);
         dh = t3;
-        if (!gathered_h.empty()) { A.free(gathered_h.back()); gathered_h.pop_back(); }
+        if (!gathered_h.empty()) release();
       }
       if (!lora && st.embedding) {
-        H dense = A.malloc(V * h * grad_el * grad_scale);  // embedding backward: a dense V×h gradient
+        H dense = A.malloc(V * h * grad_el * grad_scale, fsdp ? reduce_scatter_stream : 0);  // a dense V×h gradient
         if (s.tied_embeddings) {
-          H sum = A.malloc(V * h * grad_el * grad_scale);  // AccumulateGrad: old + new, out of place
+          H sum = A.malloc(V * h * grad_el * grad_scale, fsdp ? reduce_scatter_stream : 0);  // AccumulateGrad: old + new
           A.free(dense);
-          A.free(grads.front());
-          grads.front() = sum;
+          if (tied_grad) {
+            A.free(grads[*tied_grad]);
+            grads[*tied_grad] = sum;
+          } else {
+            A.free(sum);  // offloaded: the sum goes to the host too
+          }
         } else {
           grads.push_back(dense);
           grad_bytes.push_back(V * h * grad_el * grad_scale);

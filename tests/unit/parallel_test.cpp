@@ -272,3 +272,38 @@ TEST_CASE("FSDP2 with CPU offload on a tied-embedding model (a replay crash, fix
   CHECK(b(e.memory.total) > 0);
   CHECK(b(e.host_memory) > 0);
 }
+
+TEST_CASE("estimate_training_memory: every combination of layout, sharding, offload and recipe gives a finite estimate",
+          "[parallel][training][property]") {
+  // A sweep over the flags that interact in the replay (the crash above hid in one such combination).
+  int checked = 0;
+  for (const char* id : {"llama-3.2-1b", "qwen2.5-0.5b", "gpt2", "mixtral-8x7b"}) {
+    const ModelSpec& s = find_preset(id).spec;
+    for (Precision p : {Precision::bf16, Precision::amp_bf16, Precision::pure_bf16})
+      for (int zero : {0, 1, 2, 3})
+        for (Offload off : {Offload::none, Offload::cpu})
+          for (Recompute rc : {Recompute::none, Recompute::full})
+            for (auto [tp, pp] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {2, 1}, {1, 2}, {2, 2}}) {
+              if (off != Offload::none && zero == 0) continue;
+              if (s.heads % tp || s.kv_heads % tp) continue;
+              TrainingWorkload w;
+              w.precision = p;
+              w.zero = zero;
+              w.offload_optimizer = off;
+              w.offload_params = zero == 3 ? off : Offload::none;
+              w.recompute = rc;
+              w.tp = tp;
+              w.pp = pp;
+              w.gpus = 2 * tp * pp;
+              w.grad_accum = pp;
+              w.seq = 256;
+              INFO(id << " " << spell<Precision>(precision_names, p) << " zero " << zero << " tp " << tp << " pp " << pp);
+              const auto e = estimate_training_memory(s, w);
+              CHECK(std::isfinite(b(e.memory.total)));
+              CHECK(b(e.memory.total) >= b(e.memory.peak_allocated));
+              CHECK(b(e.memory.peak_allocated) > 0);
+              ++checked;
+            }
+  }
+  CHECK(checked > 500);
+}

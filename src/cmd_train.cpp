@@ -64,7 +64,7 @@ namespace {
 
 // Tokens, FLOPs, and with a device: time, cost, energy.
 void add_run_report(nlohmann::json& report, const ModelSpec& spec, const TrainingWorkload& w, const RunOptions& r,
-                    const Catalog& cat, const Device* device) {
+                    const Catalog& cat, const Device* device, Params trainable_on_gpu) {
   if (!r.tokens.empty() && (r.epochs > 0 || !r.dataset_tokens.empty()))
     throw InputError("--tokens excludes --epochs/--dataset-tokens");
   if ((r.epochs > 0) != !r.dataset_tokens.empty()) throw InputError("--epochs and --dataset-tokens go together");
@@ -105,8 +105,29 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   const MfuDefault def = default_mfu(*device, format);
   const double mfu = r.mfu > 0 ? r.mfu : def.mfu;
   const std::int64_t gpus = w.gpus;  // already gpus × nodes
-  const TrainingTime t = training_time(f.model, gpus, std::max<std::int64_t>(1, gpus / r.nodes), FlopRate(*peak), mfu);
+  // Per optimizer step: the collectives on the critical path (tensor, expert), the data-parallel ones (overlapped
+  // with backward up to 2/3 of the step), the host optimizer step under offload.
+  double critical = 0, data = 0;
+  for (const auto& c : report["communication"]["by_parallelism"]) {
+    if (c["seconds_per_step"].is_null()) continue;
+    const std::string kind = c["parallelism"].get<std::string>();
+    if (kind == "tensor" || kind == "expert") critical += c["seconds_per_step"].get<double>();
+    if (kind == "data") data += c["seconds_per_step"].get<double>();
+  }
+  const double host = w.offload_optimizer != Offload::none
+                          ? double(trainable_on_gpu.in(unit::params)) / double(w.zero >= 1 ? w.dp() : 1) * offload_seconds_per_param
+                          : 0.0;
+  const double steps = double(tokens.in(unit::tokens)) / double(w.batch * w.seq * w.grad_accum * w.dp());
+  const RunTime rt = run_time(f.hardware.in(unit::flop), double(gpus), *peak, mfu, pipeline_bubble(w), steps, critical,
+                              data, host);
+  const TrainingTime t = training_time(f.hardware, gpus, std::max<std::int64_t>(1, gpus / r.nodes), FlopRate(*peak), mfu,
+                                       pipeline_bubble(w), rt.exposed);
   report["time"] = {{"seconds", t.wall.in(unit::seconds)},
+                    {"compute_seconds", t.compute_seconds},
+                    {"bubble_seconds", t.bubble_seconds},
+                    {"exposed_communication_seconds", t.exposed_seconds},
+                    {"basis", "hardware FLOPs (recomputation included) at the MFU, plus the pipeline bubble and the "
+                              "communication not hidden behind compute"},
                     {"days", t.wall.in(unit::seconds) / 86400.0},
                     {"gpu_hours", t.gpu_hours},
                     {"node_hours", t.node_hours},
@@ -248,7 +269,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
                                            "which ones frameworks hide behind compute"}};
   }
 
-  add_run_report(report, spec, w, o.run, cat, device);
+  add_run_report(report, spec, w, o.run, cat, device, est.shape.trainable_on_gpu);
   if (device) {
     report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
   } else {
@@ -272,7 +293,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
                                                    " whose per-GPU estimate fits in the device's usable memory");
     // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, at
     // the device's default MFU, priced at its cheapest on-demand offering.
-    const Flops flops(report["compute"]["flops"].get<double>());
+    const Flops flops(report["compute"]["hardware_flops"].get<double>());
     nlohmann::json options = nlohmann::json::array();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto& row = report["fit_table"]["devices"][i];

@@ -103,6 +103,11 @@ void run_lines(const json& r, std::ostream& out) {
   fmt::print(out, "Time       {:.1f} days on {} × {} at {:.0f}% MFU; {} GPU-hours\n           (MFU: {})\n",
              t["days"].get<double>(), t["gpus"].get<std::int64_t>(), t["gpu"].get<std::string>(), 100 * t["mfu"].get<double>(),
              grouped(static_cast<std::int64_t>(t["gpu_hours"].get<double>())), t["mfu_basis"].get<std::string>());
+  const double bubble = t["bubble_seconds"].get<double>(), exposed = t["exposed_communication_seconds"].get<double>();
+  if (bubble > 0 || exposed > 0)
+    fmt::print(out, "           = {:.1f} days of compute (hardware FLOPs) + {:.1f} pipeline bubble + {:.1f} communication "
+                    "not hidden behind compute\n",
+               t["compute_seconds"].get<double>() / 86400, bubble / 86400, exposed / 86400);
   if (!r["cost"].is_null()) {
     const json& k = r["cost"];
     fmt::print(out, "Cost       ${} at ${:.2f}/GPU-hour ({})\n", grouped(static_cast<std::int64_t>(k["usd"].get<double>())),

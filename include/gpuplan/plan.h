@@ -198,11 +198,6 @@ inline bool ranks_before(const TrainingCandidate& a, const TrainingCandidate& b,
          objective_value(b, o == Objective::cost ? Objective::time : Objective::cost);
 }
 
-// ZeRO-Offload's optimizer step on the host, per parameter of the GPU's shard and step: measured on 2 × H200 with
-// FSDP2 CPUOffloadPolicy (torch's CPU AdamW plus the parameter/gradient copies over PCIe): 6.6 s of a 6.9 s step
-// for 1.6B parameters per GPU (tests/data/calibration/measured_d1.jsonl). DeepSpeed's CPU-Adam is faster; this is
-// the conservative, measured figure.
-inline constexpr double offload_seconds_per_param = 4.1e-9;
 
 inline std::vector<std::int64_t> powers_of_two(std::int64_t hi) {
   std::vector<std::int64_t> v;
@@ -315,27 +310,25 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                   if (bytes > ch.usable) continue;
                   const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
                   if (tp > node) continue;
-                  const double compute = hw_flops[static_cast<int>(rc)].in(unit::flop) / (double(n) * ch.peak * ch.mfu);
                   const double nvlink = ch.device->interconnect_bandwidth
                                             ? ch.device->interconnect_bandwidth->in(unit::bytes_per_s) / 2
                                             : 32e9;
                   const double network = req.network ? req.network->in(unit::bytes_per_s) : 50e9;
                   const double dp_bw = (n > node) ? network : nvlink;
-                  const double step_compute = compute / steps;
                   const double offload_step =
-                      off != Offload::none ? local / double(zero >= 1 ? dp : 1) * detail::offload_seconds_per_param : 0.0;
-                  const double exposed = steps * (tp_bytes / nvlink + offload_step +
-                                                  std::max(0.0, dp_bytes / dp_bw - step_compute * 2.0 / 3.0));
+                      off != Offload::none ? local / double(zero >= 1 ? dp : 1) * offload_seconds_per_param : 0.0;
+                  const RunTime rt = run_time(hw_flops[static_cast<int>(rc)].in(unit::flop), double(n), ch.peak, ch.mfu,
+                                              bubble, steps, tp_bytes / nvlink, dp_bytes / dp_bw, offload_step);
                   TrainingCandidate c;
                   c.device = ch.device;
                   c.offering = ch.offering;
                   c.layout = L;
                   c.screen_bytes = bytes;
-                  c.compute_seconds = compute;
-                  c.bubble_seconds = compute * bubble;
-                  c.exposed_comm_seconds = exposed;
+                  c.compute_seconds = rt.compute;
+                  c.bubble_seconds = rt.bubble;
+                  c.exposed_comm_seconds = rt.exposed;
                   c.mfu = ch.mfu;
-                  c.time = Seconds(compute * (1 + bubble) + exposed);
+                  c.time = Seconds(rt.total());
                   c.instances = (n + node - 1) / node;
                   c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
                   c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);

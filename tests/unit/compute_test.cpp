@@ -92,3 +92,20 @@ TEST_CASE("run_energy and price_run", "[cost]") {
   // Spot only where published: none for H100 at AWS in the catalog.
   CHECK(price_run(cat, cat.get("h100-sxm"), 100.0, true, "aws").empty());
 }
+
+TEST_CASE("run_time: compute at the MFU, the bubble, and communication not hidden behind compute", "[compute]") {
+  // 1e21 hardware FLOPs on 100 GPUs of 1 PFLOP/s at 50 %: 20,000 s; a 10 % bubble: 2,000 s more. Per step (100
+  // steps of 200 s of compute): 1 s of tensor-parallel traffic, 0.5 s of host optimizer, and 150 s of data-parallel
+  // traffic of which 2/3 · 200 = 133.3 s hide behind backward.
+  const RunTime r = run_time(1e21, 100, 1e15, 0.5, 0.10, 100, 1.0, 150.0, 0.5);
+  CHECK(r.compute == Approx(20000));
+  CHECK(r.bubble == Approx(2000));
+  CHECK(r.exposed == Approx(100 * (1.0 + 0.5 + (150.0 - 400.0 / 3))));
+  CHECK(r.total() == Approx(22000 + 100 * (1.5 + 150.0 - 400.0 / 3)));
+  // Fully overlapped data parallelism adds nothing.
+  CHECK(run_time(1e21, 100, 1e15, 0.5, 0, 100, 0, 100.0, 0).exposed == 0);
+  // training_time: the same pieces, summed into the wall time.
+  const TrainingTime t = training_time(Flops(1e21), 100, 8, FlopRate(1e15), 0.5, 0.10, 1234.0);
+  CHECK(t.wall.in(unit::seconds) == Approx(20000 + 2000 + 1234));
+  CHECK(t.gpu_hours == Approx(t.wall.in(unit::seconds) * 100 / 3600));
+}

@@ -314,7 +314,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                                             ? ch.device->interconnect_bandwidth->in(unit::bytes_per_s) / 2
                                             : 32e9;
                   const double network = req.network ? req.network->in(unit::bytes_per_s) : 50e9;
-                  const double dp_bw = (n > node) ? network : nvlink;
+                  const double dp_bw = (tp * dp > node) ? network : nvlink;  // the dp group spans nodes (parallel.h)
                   const double offload_step =
                       off != Offload::none ? local / double(zero >= 1 ? dp : 1) * offload_seconds_per_param : 0.0;
                   const RunTime rt = run_time(hw_flops[static_cast<int>(rc)].in(unit::flop), double(n), ch.peak, ch.mfu,

@@ -19,7 +19,9 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
         ("measured_m2.jsonl", "Held-out measurements (plan tools/measure/plan_m2.json), taken after the model was built"),
         ("measured_d1.jsonl", "Multi-GPU measurements (2 × H200, tools/measure/measure_dist.py, plan tools/measure/plan_dist.json): "
                               "DDP, FSDP2 with CPU offload, tensor parallelism (DTensor, loss_parallel), 1F1B pipeline; "
-                              "the most-loaded rank")]
+                              "the most-loaded rank"),
+        ("measured_d2.jsonl", "Held-out multi-GPU measurements (2 × H200, plan tools/measure/plan_dist2.json), taken after "
+                              "the tensor/pipeline-parallel model was built")]
 
 
 def run(binary, path):
@@ -88,6 +90,9 @@ def main():
             "- The replay is sensitive to the order of large blocks: fixing which gradient the tied-embedding sum",
             "  replaces moved one shared case (Llama-3.2-1B bf16, recomputation) from +1.5 % to −13.9 %.",
             "- Hybrid sharding (HSDP) and 4-GPU layouts are not measured (2-GPU machines only).",
+            "- Pipeline last stage with a large vocabulary and many micro-batches (held-out Qwen3-0.6B, V = 152K, 8",
+            "  micro-batches): live tensors within 6 %, but the GPU reserved 20 GB more than them — the kept logits",
+            "  fragment the loss's fp32 buffers in a way the replay (best-fit reuse) does not reproduce: −33 %.",
             "- GPT-NeoX under autocast keeps two more 16-bit [tokens, h] tensors per layer than the model counts.",
             "- Other runtimes (vLLM, llama.cpp, DeepSpeed, Megatron) have their own profiles, not calibrated here.",
             "- QLoRA is not measured: bitsandbytes is not installed on the measuring machine (no network there);",

@@ -466,7 +466,6 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       std::vector<std::vector<H>> saved(static_cast<std::size_t>(s.layers));
       std::vector<std::vector<H>> casts(static_cast<std::size_t>(s.layers));
       const H others = A.malloc(in_flight);  // earlier micro-batches in flight on this pipeline stage
-      const H outputs = A.malloc(earlier_outputs);  // their last-stage outputs, kept by the pipeline schedule
       H resid = A.malloc(pr.stream * h * T / sp_div);  // embedding output (or the activation received)
       for (std::int64_t l = 0; l < s.layers; ++l) {
         const auto i = static_cast<std::size_t>(l);
@@ -496,25 +495,38 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       }
       // Loss (on the last pipeline stage; VT = 0 elsewhere allocates nothing).
       const double VT = st.head ? V * T : 0.0;
+      // One micro-batch through the loss and back: logits, soft-capping, the fp32 upcast and log-softmax, the two
+      // fp32 gradient buffers, the gradient cast back to the logits' dtype (returned, freed after lm_head's
+      // backward). Only the loss is kept after forward (HF Trainer) — except under torch pipelining, which keeps
+      // every micro-batch's logits until the step ends: the earlier micro-batches' passes are replayed too, so
+      // their logits sit between the freed fp32 buffers as they do on the GPU.
+      std::vector<H> kept_logits;
+      auto loss_pass = [&] {
+        H logits = A.malloc(cl_ * VT);
+        H cap = s.final_logit_softcap > 0 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
+        H up = cl_ < 4 ? A.malloc(4.0 * VT) : CachingAllocatorModel::none;
+        H lsm = A.malloc(4.0 * VT);
+        H shifted = A.malloc(vocab_parallel);
+        A.free(up);
+        if (earlier_outputs > 0) kept_logits.push_back(logits);
+        else A.free(logits);
+        H g1 = A.malloc(4.0 * VT);
+        H g2 = A.malloc(4.0 * VT);
+        A.free(g1);
+        A.free(lsm);
+        H g3 = cl_ < 4 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
+        A.free(g2);
+        A.free(cap);
+        A.free(shifted);
+        return g3;
+      };
+      if (earlier_outputs > 0)
+        for (std::int64_t k = 1; k < w.grad_accum; ++k) A.free(loss_pass());
       std::vector<H> head;
       for (int k = 0; k < 2; ++k) head.push_back(A.malloc(st.head ? act.final_norm() * T / sp_div / 2 : 0.0));
       H head_cast = pr.autocast ? A.malloc(head_linear * 2.0) : CachingAllocatorModel::none;
-      H logits = A.malloc(cl_ * VT);
-      H cap = s.final_logit_softcap > 0 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
-      H up = cl_ < 4 ? A.malloc(4.0 * VT) : CachingAllocatorModel::none;
-      H lsm = A.malloc(4.0 * VT);
-      H shifted = A.malloc(vocab_parallel);
-      A.free(up);
-      A.free(logits);  // only the loss is kept (HF Trainer)
       // Backward through the loss and lm_head (or the gradient received from the next stage).
-      H g1 = A.malloc(4.0 * VT);
-      H g2 = A.malloc(4.0 * VT);
-      A.free(g1);
-      A.free(lsm);
-      H g3 = cl_ < 4 ? A.malloc(cl_ * VT) : CachingAllocatorModel::none;
-      A.free(g2);
-      A.free(cap);
-      A.free(shifted);
+      H g3 = loss_pass();
       H dh = A.malloc(pr.compute * h * T / sp_div);
       if (!lora) for (const auto& g : inv.head) if (trainable_group(g, false)) add_grad(double(g.numel()) * grad_el * grad_scale);
       std::optional<std::size_t> tied_grad;  // the shared matrix's gradient, made at lm_head
@@ -597,7 +609,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       for (H x : grads) A.free(x);
       grads.clear();
       grad_bytes.clear();
-      A.free(outputs);  // the schedule drops them when the next step starts
+      for (H x : kept_logits) A.free(x);  // the schedule drops them when the next step starts
     }
     reserve = Bytes(std::max(0.0, A.peak_reserved() - A.peak_allocated()));
   }

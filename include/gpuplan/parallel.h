@@ -95,6 +95,19 @@ inline ModelSpec rank_model(const ModelSpec& s, const TrainingWorkload& w, const
   return r;
 }
 
+// The model with the widths tensor parallelism splits (heads, FFN, experts' FFN) doubled. Per-layer parameter and
+// activation counts are linear in those widths, so f(wide) − f(model) is the split part and 2·f(model) − f(wide)
+// the replicated part (norms, router, hidden-width tensors).
+inline ModelSpec doubled_split_widths(const ModelSpec& s) {
+  ModelSpec wide = s;
+  wide.heads *= 2;
+  wide.kv_heads *= 2;
+  wide.intermediate *= 2;
+  wide.moe.intermediate *= 2;
+  wide.moe.shared_intermediate *= 2;
+  return wide;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Communication
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "error.h"
@@ -127,18 +128,24 @@ inline Bytes parse_bytes(std::string_view text) {
   return Bytes(r);
 }
 
-// "30d", "12h", "90min", "45s", "50ms"; a bare number is seconds.
-inline Seconds parse_duration(std::string_view text) {
+namespace detail {
+// A number and the suffix after it; any malformed number is reported as `expect`.
+inline std::pair<double, std::string> number_and_suffix(std::string_view text, const std::string& expect) {
   std::size_t used = 0;
-  const std::string s(text);
-  const std::string expect = "\"" + s + "\": expected a duration such as 30d, 12h, 90min, 45s or 50ms";
-  double v = 0;
   try {
-    v = detail::parse_number_prefix(text, used);
+    const double v = parse_number_prefix(text, used);
+    return {v, std::string(text.substr(used))};
   } catch (const InputError&) {
     throw InputError(expect);
   }
-  const std::string suffix(text.substr(used));
+}
+}  // namespace detail
+
+// "30d", "12h", "90min", "45s", "50ms"; a bare number is seconds.
+inline Seconds parse_duration(std::string_view text) {
+  const std::string s(text);
+  const std::string expect = "\"" + s + "\": expected a duration such as 30d, 12h, 90min, 45s or 50ms";
+  const auto [v, suffix] = detail::number_and_suffix(text, expect);
   double mult = 0;
   if (suffix.empty() || suffix == "s") mult = 1;
   else if (suffix == "ms") mult = 1e-3;
@@ -154,16 +161,9 @@ inline Seconds parse_duration(std::string_view text) {
 
 // "10%" = 0.10; a bare number is a fraction ("0.1").
 inline double parse_fraction(std::string_view text) {
-  std::size_t used = 0;
   const std::string s(text);
   const std::string expect = "\"" + s + "\": expected a percentage such as 10% (or a fraction such as 0.1)";
-  double v = 0;
-  try {
-    v = detail::parse_number_prefix(text, used);
-  } catch (const InputError&) {
-    throw InputError(expect);
-  }
-  const std::string suffix(text.substr(used));
+  auto [v, suffix] = detail::number_and_suffix(text, expect);
   if (suffix == "%") v /= 100;
   else if (!suffix.empty()) throw InputError(expect);
   if (!(v >= 0 && v < 1)) throw InputError(expect);

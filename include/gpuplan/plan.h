@@ -57,14 +57,9 @@ class TrainingMemoryScreen {
     per_param_states_ = moments * pr.state + pr.master;
     step_temp_per_param_ = (pr.master > 0 ? 4.0 : 0.0) +
                            (pr.master == 0 && (base.optimizer == Optimizer::adamw || base.optimizer == Optimizer::adam) ? pr.state : 0.0);
-    // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN). The layer inventory is
-    // linear in the split widths, so evaluating it at doubled widths separates the two.
-    ModelSpec wide = s;
-    wide.heads *= 2;
-    wide.kv_heads *= 2;
-    wide.intermediate *= 2;
-    wide.moe.intermediate *= 2;
-    wide.moe.shared_intermediate *= 2;
+    // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN), separated by evaluating
+    // the inventory at doubled split widths (parallel.h).
+    const ModelSpec wide = doubled_split_widths(s);
     double p1 = 0, p2 = 0;
     for (std::int64_t l = 0; l < s.layers; ++l) {
       for (const auto& g : layer_params(s, l)) p1 += double(g.numel());

@@ -191,14 +191,8 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
                      "would run eager or math attention");
   // Megatron sequence parallelism splits the hidden-width tensors (norm inputs, residual stream, dropout masks —
   // replicated across the tp ranks under plain TP, Korthikanti et al. 2022 Table 2) along the sequence as well.
-  // The layer model is linear in the split widths: evaluated again with them doubled, the difference is the
-  // head/FFN-width part, the rest is hidden width.
-  ModelSpec wide = s;
-  wide.heads *= 2;
-  wide.kv_heads *= 2;
-  wide.intermediate *= 2;
-  wide.moe.intermediate *= 2;
-  wide.moe.shared_intermediate *= 2;
+  // (The layer model is linear in the split widths: parallel.h doubled_split_widths.)
+  const ModelSpec wide = doubled_split_widths(s);
   const detail::LayerActivationModel act_wide(wide, w, dt);
   const double sp_div = w.sp ? tp : 1.0;
   std::vector<double> layer_saved(static_cast<std::size_t>(s.layers));

@@ -229,20 +229,13 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
       continue;
     const auto peak = peak_for(d, format);
     if (!peak) continue;
-    std::vector<const Offering*> best_by_size;
-    for (const auto& f : cat.offerings) {
-      if (cat.find(f.accelerator) != &d) continue;
-      if (!req.provider.empty() && f.provider != req.provider) continue;
-      const auto& price = req.spot ? f.spot : f.on_demand;
-      if (!price) continue;
-      auto same = std::find_if(best_by_size.begin(), best_by_size.end(), [&](const Offering* o) { return o->count == f.count; });
-      const double per = price->in(unit::usd_per_hour) / f.count;
-      if (same == best_by_size.end()) best_by_size.push_back(&f);
-      else if (per < ((req.spot ? (*same)->spot : (*same)->on_demand)->in(unit::usd_per_hour) / (*same)->count)) *same = &f;
-    }
-    for (const Offering* f : best_by_size)
-      choices.push_back({&d, f, (req.spot ? f->spot : f->on_demand)->in(unit::usd_per_hour) / f->count, *peak,
+    std::vector<int> sizes;  // price_run sorts cheapest first: keep the first offering of each instance size
+    for (const auto& p : price_run(cat, d, 1.0, req.spot, req.provider)) {
+      if (std::find(sizes.begin(), sizes.end(), p.offering->count) != sizes.end()) continue;
+      sizes.push_back(p.offering->count);
+      choices.push_back({&d, p.offering, p.per_gpu_hour.in(unit::usd_per_hour), *peak,
                          req.mfu.value_or(default_mfu(d, format).mfu), d.capacity().in(unit::bytes) * (1 - req.headroom)});
+    }
   }
   for (const auto& g : req.gpus) cat.get(g);  // unknown ids are usage errors
   if (choices.empty())
@@ -458,16 +451,10 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
         std::none_of(req.gpus.begin(), req.gpus.end(), [&](const std::string& g) { return cat.find(g) == &d; }))
       continue;
     // The cheapest offering of the device (per GPU); instances of its size.
-    const Offering* offering = nullptr;
-    double per_gpu = 0;
-    for (const auto& f : cat.offerings) {
-      if (cat.find(f.accelerator) != &d || (!req.provider.empty() && f.provider != req.provider)) continue;
-      const auto& price = req.spot ? f.spot : f.on_demand;
-      if (!price) continue;
-      const double per = price->in(unit::usd_per_hour) / f.count;
-      if (!offering || per < per_gpu) { offering = &f; per_gpu = per; }
-    }
-    if (!offering) continue;
+    const auto priced = price_run(cat, d, 1.0, req.spot, req.provider);
+    if (priced.empty()) continue;
+    const Offering* offering = priced.front().offering;
+    const double per_gpu = priced.front().per_gpu_hour.in(unit::usd_per_hour);
     const std::int64_t node = std::max(1, offering->count);
     for (std::int64_t tp : {1, 2, 4, 8}) {
       if (tp > node || (s.kv_heads % tp != 0 && tp % s.kv_heads != 0)) continue;

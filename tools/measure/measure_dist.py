@@ -86,9 +86,13 @@ def summarize_segments(torch):
         s["reserved"] += seg["total_size"]
         s["allocated"] += seg["allocated_size"]
         s["free_blocks"] += [b["size"] for b in seg["blocks"] if b["state"] == "inactive"]
+        s.setdefault("segment_sizes", []).append(seg["total_size"])
+        s.setdefault("layout", []).append([(b["size"], b["state"] == "inactive") for b in seg["blocks"]][:6])
     for s in out.values():
         fb = sorted(s["free_blocks"], reverse=True)
         s["free_blocks"] = {"count": len(fb), "bytes": sum(fb), "largest": fb[:8]}
+        big = sorted(zip(s.pop("segment_sizes"), s.pop("layout")), key=lambda x: -x[0])[:12]
+        s["largest_segments"] = [{"size": z, "blocks": blk} for z, blk in big]
     return out
 
 

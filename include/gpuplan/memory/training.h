@@ -404,6 +404,12 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
     const double emb_dense = s.tied_embeddings && !lora ? 2.0 * V * h * grad_el * grad_scale : 0.0;
     moment("backward", "embeddings", P + gathered, (accum_grads > 0 ? accum_grads : grads + emb_grad) + emb_dense, 0, 0,
            base_over);
+    // torch pipelining's Schedule.step ends by concatenating the last stage's outputs (merge_chunks) while the
+    // per-micro-batch outputs still exist: m logits twice (2 × H200 allocator snapshot: a segment of exactly m
+    // logits beside the kept ones).
+    if (all_outputs > 0)
+      moment("backward", "outputs merged", P + gathered, accum_grads > 0 ? accum_grads : grads + emb_grad,
+             0, 2 * all_outputs, base_over);
   }
   // Optimizer step.
   moment("optimizer", "step", P, G_full, 0, all_outputs, base_over + gpu_step_temp);
@@ -578,6 +584,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       A.free(dh);
       A.free(resid);
       A.free(others);
+      A.free(A.malloc(all_outputs));  // the merged outputs, returned by Schedule.step and dropped
       // Optimizer: moments appear at the first step; the foreach implementation then makes one temporary per
       // parameter tensor; zero_grad(set_to_none=True) frees the gradients.
       if (step == 0 && gpu_states > 0) {

@@ -86,6 +86,7 @@ class TrainingMemoryScreen {
     // 16-bit logits, 4 more with the vocabulary-parallel loss.
     const double cl = pr.compute;
     loss_per_vocab_ = cl + 8.0 + (cl < 4 ? cl : 0.0);
+    logit_bytes_ = cl;
     vocab_ = V;
     hidden_ = h;
     seq_ = double(base.seq);
@@ -114,7 +115,9 @@ class TrainingMemoryScreen {
     const double in_flight_first = L.pp > 1 ? double(std::min(L.pp, L.grad_accum)) : 1.0;
     const double acts_first = (in_flight_first * stage_layers * saved + working) * T;
     const double loss = (loss_per_vocab_ + (L.tp > 1 ? 4.0 : 0.0)) * vocab_ / tp * T;
-    const double acts_last = (stage_layers * saved + working) * T + loss;
+    // torch pipelining keeps the last stage's logits of every micro-batch and concatenates them at the end.
+    const double outputs = L.pp > 1 ? double(L.grad_accum) * logit_bytes_ * vocab_ / tp * T : 0.0;
+    const double acts_last = (stage_layers * saved + working) * T + loss + std::max(0.0, outputs - logit_bytes_ * vocab_ / tp * T);
     const double accum = L.grad_accum > 1 ? grads : 0.0;
     // DDP's gradient buckets (a second gradient copy); FSDP2's gathered layers: the current and the prefetched one
     // under full shard, two copies each (all-gather buffer and unsharded parameters).
@@ -122,7 +125,7 @@ class TrainingMemoryScreen {
     const double gathered = sharded && L.zero == 3 ? 4.0 * layer_params * per_param_weight_ : 0.0;
     const double backward = weights + states + accum + buckets + gathered +
                             std::max(acts_first + (L.pp == 1 ? loss : 0.0), L.pp > 1 ? acts_last : 0.0);
-    const double step = weights + grads + states + step_temp + buckets;
+    const double step = weights + grads + states + buckets + std::max(step_temp, 2 * outputs);
     return std::max(backward, step) + fixed_ + (L.gpus > 1 ? nccl_ : 0.0);
   }
 
@@ -130,7 +133,7 @@ class TrainingMemoryScreen {
   double layers_;
   double per_param_weight_ = 0, per_param_grad_ = 0, per_param_states_ = 0, step_temp_per_param_ = 0;
   double layer_split_ = 0, layer_replicated_ = 0, vocab_params_ = 0, head_params_ = 0;
-  double act_split_ = 0, act_hidden_ = 0, checkpoint_ = 0, loss_per_vocab_ = 0;
+  double act_split_ = 0, act_hidden_ = 0, checkpoint_ = 0, loss_per_vocab_ = 0, logit_bytes_ = 0;
   double vocab_ = 0, hidden_ = 0, seq_ = 0, fixed_ = 0, nccl_ = 0;
 };
 

@@ -34,6 +34,11 @@ std::string layout_text(const TrainingLayout& L) {
 
 std::string money(double usd) { return "$" + grouped(std::llround(usd)); }
 
+// Days for long runs, hours for short ones.
+std::string duration(double seconds) {
+  return seconds >= 2 * 86400 ? fmt::format("{:.1f} d", seconds / 86400) : fmt::format("{:.1f} h", seconds / 3600);
+}
+
 }  // namespace
 
 void setup_plan(CLI::App& app, PlanOptions& o) {
@@ -169,15 +174,15 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
     rows.push_back({std::to_string(k + 1), b.device->id, std::to_string(L.gpus),
                     b.offering->provider + " " + b.offering->instance, layout_text(L),
                     fmt::format("{:.1f}/{:.1f}", b.memory.in(unit::bytes) / 1073741824.0, cap / 1073741824.0),
-                    fmt::format("{:.1f}", b.time.in(unit::seconds) / 86400), money(b.cost.in(unit::usd))});
+                    duration(b.time.in(unit::seconds)), money(b.cost.in(unit::usd))});
   }
   std::string why;
   if (!plan.best.empty()) {
     const auto& w = plan.best.front();
-    why = fmt::format("{} × {} on {} is the {} setup that fits with {:.0f}% headroom ({}): {} over {:.1f} days", w.layout.gpus,
+    why = fmt::format("{} × {} on {} is the {} setup that fits with {:.0f}% headroom ({}): {} over {}", w.layout.gpus,
                       w.device->id, w.offering->provider, req.objective == Objective::cost ? "cheapest" : "fastest",
                       100 * (1 - w.memory.in(unit::bytes) / w.device->capacity().in(unit::bytes)), layout_text(w.layout),
-                      money(w.cost.in(unit::usd)), w.time.in(unit::seconds) / 86400);
+                      money(w.cost.in(unit::usd)), duration(w.time.in(unit::seconds)));
     if (plan.best.size() > 1) {
       const auto& n = plan.best[1];
       why += req.objective == Objective::cost
@@ -197,7 +202,7 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
                               {"best", best},
                               {"why", best.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
                               {"assumptions", plan.assumptions}};
-  const std::vector<std::string> header{"rank", "gpu", "gpus", "offering", "layout", "memory GiB (used/usable)", "days", "cost"};
+  const std::vector<std::string> header{"rank", "gpu", "gpus", "offering", "layout", "memory GiB (used/usable)", "time", "cost"};
   return emit(report, format, out, err, header, rows, [&] {
     fmt::print(out, "Plan       train {} on {} tokens ({} precision, {} optimizer, seq {}, global batch {} tokens), by {}\n",
                spec.name, short_count(double(req.tokens.in(unit::tokens))), tr.precision, tr.optimizer, req.base.seq,

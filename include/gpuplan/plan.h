@@ -230,6 +230,9 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     if (!req.gpus.empty() &&
         std::none_of(req.gpus.begin(), req.gpus.end(), [&](const std::string& g) { return cat.find(g) == &d; }))
       continue;
+    // The pytorch profile is PyTorch's CUDA (and ROCm, the same caching allocator) stack: other accelerators
+    // (TPU, Trainium, Gaudi) run other runtimes, so they are planned only when named.
+    if (req.gpus.empty() && d.vendor != "NVIDIA" && d.vendor != "AMD") continue;
     const auto peak = peak_for(d, format);
     if (!peak) continue;
     std::vector<int> sizes;  // price_run sorts cheapest first: keep the first offering of each instance size
@@ -301,6 +304,8 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                   if (bytes > ch.usable) continue;
                   const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
                   if (tp > node) continue;
+                  // Beyond one instance only multi-GPU instances (4+), the kind sold with cluster networking.
+                  if (n > node && node < 4) continue;
                   const double nvlink = ch.device->interconnect_bandwidth
                                             ? ch.device->interconnect_bandwidth->in(unit::bytes_per_s) / 2
                                             : 32e9;
@@ -388,6 +393,13 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                " here)");
   as.push_back("cost: whole instances at the offering's " + std::string(req.spot ? "spot" : "on-demand") +
                " price, for the run's wall time");
+  as.push_back("runs beyond one instance use multi-GPU instances (4+ accelerators) with the network at " +
+               std::to_string(std::llround((req.network ? req.network->in(unit::bytes_per_s) : 50e9) / 1e9)) +
+               " GB/s per GPU; single-accelerator instances only for single-instance runs");
+  as.push_back(req.gpus.empty() ? "accelerators: NVIDIA and AMD (PyTorch's CUDA/ROCm stack, which the memory profile models); "
+                                  "name TPUs, Trainium or Gaudi with --gpu to include them"
+                                : "accelerators: the --gpu list; TPU, Trainium and Gaudi memory follows the PyTorch CUDA "
+                                  "profile, not their own runtimes");
   return plan;
 }
 

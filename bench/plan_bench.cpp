@@ -34,7 +34,7 @@ int main() {
   const int m = 5'000'000;
   const auto t0 = clock::now();
   for (int i = 0; i < m; ++i) {
-    gpuplan::TrainingLayout L{8 << (i % 8), 1 << (i % 4), 1 << (i % 3), i % 4, 1 + i % 8, 1 + i % 16,
+    gpuplan::TrainingLayout L{8 << (i % 8), 1 << (i % 4), 1 << (i % 3), i % 4, 1 + i % 8, 1 + i % 16, 1,
                               gpuplan::Recompute(i % 3), gpuplan::Offload::none};
     sink += screen.lower_bound(L);
   }

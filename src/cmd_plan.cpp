@@ -27,7 +27,8 @@ void add_common(CLI::App& cmd, PlanCommon& o) {
 }
 
 std::string layout_text(const TrainingLayout& L) {
-  return fmt::format("dp {} tp {} pp {} ZeRO-{} mb {}×{} recompute {}{}", L.dp(), L.tp, L.pp, L.zero, L.micro_batch, L.grad_accum,
+  return fmt::format("dp {} tp {} pp {}{} ZeRO-{} mb {}×{} recompute {}{}", L.dp(), L.tp, L.pp,
+                     L.ep > 1 ? fmt::format(" ep {}", L.ep) : std::string(), L.zero, L.micro_batch, L.grad_accum,
                      spell<Recompute>(recompute_names, L.recompute),
                      L.offload != Offload::none ? " +CPU offload" : "");
 }
@@ -155,7 +156,7 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
                     {"gpus", L.gpus},
                     {"instances", b.instances},
                     {"gpus_per_instance", b.offering->count},
-                    {"layout", {{"data", L.dp()}, {"tensor", L.tp}, {"pipeline", L.pp}, {"zero", L.zero},
+                    {"layout", {{"data", L.dp()}, {"tensor", L.tp}, {"pipeline", L.pp}, {"expert", L.ep}, {"zero", L.zero},
                                 {"micro_batch", L.micro_batch}, {"grad_accum", L.grad_accum},
                                 {"recompute", spell<Recompute>(recompute_names, L.recompute)},
                                 {"offload", spell<Offload>(offload_names, L.offload)}}},

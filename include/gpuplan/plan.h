@@ -34,7 +34,7 @@ inline constexpr std::array<Spelling<Objective>, 2> objective_names{{{Objective:
 // Training layouts and the memory screen
 
 struct TrainingLayout {
-  std::int64_t gpus = 1, tp = 1, pp = 1, zero = 0, micro_batch = 1, grad_accum = 1;
+  std::int64_t gpus = 1, tp = 1, pp = 1, zero = 0, micro_batch = 1, grad_accum = 1, ep = 1;
   Recompute recompute = Recompute::none;
   Offload offload = Offload::none;  // optimizer states (and, with ZeRO-3, parameters) in host memory
   std::int64_t dp() const { return gpus / (tp * pp); }
@@ -65,7 +65,11 @@ class TrainingMemoryScreen {
       for (const auto& g : layer_params(s, l)) p1 += double(g.numel());
       for (const auto& g : layer_params(wide, l)) p2 += double(g.numel());
     }
-    layer_split_ = (p2 - p1) / layers_;
+    double experts = 0;  // routed-expert weights (split over ep, and over tp by their FFN width)
+    for (std::int64_t l = 0; l < s.layers; ++l)
+      for (const auto& g : layer_params(s, l)) experts += g.expert ? double(g.numel()) : 0.0;
+    layer_experts_ = experts / layers_;
+    layer_split_ = (p2 - p1) / layers_ - layer_experts_;
     layer_replicated_ = (2 * p1 - p2) / layers_;
     const double h = double(s.hidden), V = double(s.vocab);
     vocab_params_ = V * h;
@@ -99,16 +103,22 @@ class TrainingMemoryScreen {
     const double tp = double(L.tp), pp = double(L.pp), dp = double(L.dp());
     const double T = double(L.micro_batch) * seq_;
     const double stage_layers = std::ceil(layers_ / pp);
-    const double layer_params = layer_replicated_ + layer_split_ / tp;
+    const double layer_experts = layer_experts_ / (tp * double(L.ep));
+    const double layer_params = layer_replicated_ + layer_split_ / tp + layer_experts;
     const double first_params = stage_layers * layer_params + vocab_params_ / tp + (L.pp == 1 ? head_params_ / tp : 0.0);
     const double last_params = stage_layers * layer_params + (head_params_ > 0 ? head_params_ : vocab_params_) / tp;
     const double params = std::max(first_params, L.pp > 1 ? last_params : 0.0);
     const bool sharded = dp > 1;
-    const double weights = params * per_param_weight_ / (sharded && L.zero == 3 ? dp : 1.0) *
+    // ZeRO shards dense parameters over dp, experts over the dp/ep ranks that hold the same experts.
+    const double expert_params = stage_layers * layer_experts;
+    auto shard = [&](bool on) {
+      return on ? (params - expert_params) / dp + expert_params / std::max(1.0, dp / double(L.ep)) : params;
+    };
+    const double weights = shard(sharded && L.zero == 3) * per_param_weight_ *
                            (L.offload != Offload::none && L.zero == 3 ? 0.0 : 1.0);
-    const double grads = params * per_param_grad_ / (sharded && L.zero >= 2 ? dp : 1.0);
-    const double states = L.offload != Offload::none ? 0.0 : params * per_param_states_ / (sharded && L.zero >= 1 ? dp : 1.0);
-    const double step_temp = L.offload != Offload::none ? 0.0 : params * step_temp_per_param_ / (sharded && L.zero >= 1 ? dp : 1.0);
+    const double grads = shard(sharded && L.zero >= 2) * per_param_grad_;
+    const double states = L.offload != Offload::none ? 0.0 : shard(sharded && L.zero >= 1) * per_param_states_;
+    const double step_temp = L.offload != Offload::none ? 0.0 : shard(sharded && L.zero >= 1) * step_temp_per_param_;
     // Saved activations per token per layer on this rank (TP splits heads and FFN; no sequence parallelism here).
     const double saved = L.recompute == Recompute::full ? checkpoint_ : act_hidden_ + act_split_ / tp;
     const double working = act_hidden_ + act_split_ / tp;
@@ -132,7 +142,7 @@ class TrainingMemoryScreen {
  private:
   double layers_;
   double per_param_weight_ = 0, per_param_grad_ = 0, per_param_states_ = 0, step_temp_per_param_ = 0;
-  double layer_split_ = 0, layer_replicated_ = 0, vocab_params_ = 0, head_params_ = 0;
+  double layer_split_ = 0, layer_replicated_ = 0, layer_experts_ = 0, vocab_params_ = 0, head_params_ = 0;
   double act_split_ = 0, act_hidden_ = 0, checkpoint_ = 0, loss_per_vocab_ = 0, logit_bytes_ = 0;
   double vocab_ = 0, hidden_ = 0, seq_ = 0, fixed_ = 0, nccl_ = 0;
 };
@@ -260,6 +270,8 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   const TrainingMemoryScreen screen(s, req.base);
   const PrecisionRecipe pr = recipe_of(req.base.precision);
   const double params = double(count_params(s).total.in(unit::params));
+  double moe_layers = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) moe_layers += s.is_moe_layer(l) ? 1 : 0;
 
   // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
   const std::size_t keep = std::size_t(std::max(64, req.top * 24));
@@ -275,6 +287,9 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
       if (s.moe.experts > 0 && s.moe.intermediate % tp) continue;
       for (std::int64_t pp = 1; tp * pp <= n && pp <= s.layers; pp *= 2) {
         const std::int64_t dp = n / (tp * pp);
+        for (std::int64_t ep = 1; ep <= dp; ep *= 2) {
+        // Expert parallelism (MoE only): experts spread over ep of the data-parallel ranks.
+        if (ep > 1 && (s.moe.experts == 0 || s.moe.experts % ep != 0)) break;
         for (std::int64_t mb : {1, 2, 4, 8, 16}) {
           // Micro-batches per step for the global batch; a layout whose one step already overshoots it is out.
           const double per_step = double(mb) * seq * double(dp);
@@ -284,7 +299,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
             for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
               for (Offload off : {Offload::none, Offload::cpu}) {
                 if (off != Offload::none && zero == 0) continue;  // ZeRO-Offload works on ZeRO's partitions
-                TrainingLayout L{n, tp, pp, zero, mb, m, rc, off};
+                TrainingLayout L{n, tp, pp, zero, mb, m, ep, rc, off};
                 const double bytes = screen.lower_bound(L);
                 ++plan.layouts;
                 // Time: the hardware FLOPs at the device's MFU, plus the pipeline bubble, plus communication that
@@ -294,6 +309,10 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                 const double tp_bytes = tp > 1 ? double(m) * std::ceil(double(s.layers) / double(pp)) *
                                                      (4.0 + (rc == Recompute::full ? 2.0 : 0.0)) * 2.0 *
                                                      double(tp - 1) / double(tp) * double(mb) * seq * h * c_bytes
+                                               : 0.0;
+                // Expert all-to-all: dispatch and combine, forward and backward, (ep − 1)/ep of the routed tokens.
+                const double ep_bytes = ep > 1 ? double(m) * moe_layers / double(pp) * 4.0 * double(ep - 1) / double(ep) *
+                                                     double(mb) * seq * double(s.moe.experts_per_token) * h * c_bytes
                                                : 0.0;
                 const double local = params / double(tp * pp);
                 const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
@@ -313,8 +332,10 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                   const double dp_bw = (tp * dp > node) ? network : nvlink;  // the dp group spans nodes (parallel.h)
                   const double offload_step =
                       off != Offload::none ? local / double(zero >= 1 ? dp : 1) * offload_seconds_per_param : 0.0;
+                  const double ep_bw = (tp * ep > node) ? network : nvlink;
                   const RunTime rt = run_time(hw_flops[static_cast<int>(rc)].in(unit::flop), double(n), ch.peak, ch.mfu,
-                                              bubble, steps, tp_bytes / nvlink, dp_bytes / dp_bw, offload_step);
+                                              bubble, steps, tp_bytes / nvlink + ep_bytes / ep_bw, dp_bytes / dp_bw,
+                                              offload_step);
                   TrainingCandidate c;
                   c.device = ch.device;
                   c.offering = ch.offering;
@@ -341,6 +362,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
             }
           }
         }
+        }
       }
     }
   }
@@ -361,6 +383,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     w.gpus = c.layout.gpus;
     w.tp = c.layout.tp;
     w.pp = c.layout.pp;
+    w.ep = c.layout.ep;
     w.zero = int(c.layout.zero);
     w.batch = c.layout.micro_batch;
     w.grad_accum = c.layout.grad_accum;
@@ -380,7 +403,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   }
   auto& as = plan.assumptions;
   as.push_back("search: powers-of-two GPU counts up to " + std::to_string(req.max_gpus) +
-               "; tp 1–8 inside a node; pp powers of two; ZeRO 0–3; micro-batch 1–16; recompute none/selective/full; "
+               "; tp 1–8 inside a node; pp powers of two; expert parallelism (MoE) powers of two; ZeRO 0–3; micro-batch 1–16; recompute none/selective/full; "
                "optimizer offload to CPU; the cheapest offering per instance size");
   as.push_back("global batch " + std::to_string(std::llround(req.global_batch_tokens)) +
                " tokens per step: micro-batches per step = global batch / (micro-batch × seq × dp)");

@@ -13,6 +13,7 @@ TrainingWorkload as_workload(const TrainingWorkload& base, const TrainingLayout&
   w.gpus = L.gpus;
   w.tp = L.tp;
   w.pp = L.pp;
+  w.ep = L.ep;
   w.zero = int(L.zero);
   w.batch = L.micro_batch;
   w.grad_accum = L.grad_accum;
@@ -45,10 +46,10 @@ TEST_CASE("TrainingMemoryScreen: a lower bound of the full estimate, and a close
     base.seq = 4096;
     const TrainingMemoryScreen screen(s, base);
     std::vector<TrainingLayout> layouts{
-        {8, 1, 1, 3, 1, 4, Recompute::full, Offload::none},      {8, 2, 1, 1, 2, 4, Recompute::selective, Offload::none},
-        {16, 4, 2, 1, 1, 8, Recompute::none, Offload::none},     {64, 8, 4, 1, 1, 16, Recompute::full, Offload::none},
-        {32, 1, 1, 3, 2, 2, Recompute::none, Offload::cpu},      {4, 1, 2, 0, 1, 4, Recompute::full, Offload::none},
-        {1, 1, 1, 0, 1, 1, Recompute::full, Offload::none}};
+        {8, 1, 1, 3, 1, 4, 1, Recompute::full, Offload::none},      {8, 2, 1, 1, 2, 4, 1, Recompute::selective, Offload::none},
+        {16, 4, 2, 1, 1, 8, 1, Recompute::none, Offload::none},     {64, 8, 4, 1, 1, 16, 1, Recompute::full, Offload::none},
+        {32, 1, 1, 3, 2, 2, 1, Recompute::none, Offload::cpu},      {4, 1, 2, 0, 1, 4, 1, Recompute::full, Offload::none},
+        {1, 1, 1, 0, 1, 1, 1, Recompute::full, Offload::none}};
     for (const auto& L : layouts) {
       INFO(id << " gpus " << L.gpus << " tp " << L.tp << " pp " << L.pp << " zero " << L.zero);
       const double full = b(estimate_training_memory(s, as_workload(base, L)).memory.total);

@@ -144,3 +144,30 @@ TEST_CASE("plan_serving: the target is met by every setup", "[plan]") {
   }
   CHECK_THROWS_AS(plan_serving(s, ServingPlanRequest{}, builtin_catalog()), InputError);  // no target
 }
+
+TEST_CASE("plan_training: expert parallelism for MoE models", "[plan]") {
+  const ModelSpec& s = find_preset("mixtral-8x7b").spec;
+  TrainingWorkload base;
+  base.seq = 4096;
+  const TrainingMemoryScreen screen(s, base);
+  for (std::int64_t ep : {1, 2, 4, 8}) {
+    const TrainingLayout L{16, 1, 1, 1, 1, 4, ep, Recompute::full, Offload::none};
+    const double full = b(estimate_training_memory(s, as_workload(base, L)).memory.total);
+    INFO("ep " << ep);
+    CHECK(screen.lower_bound(L) <= full * 1.02);
+    CHECK(screen.lower_bound(L) >= full * 0.75);
+  }
+  // Experts split over more ranks hold fewer bytes per GPU.
+  CHECK(screen.lower_bound({16, 1, 1, 1, 1, 4, 8, Recompute::full, Offload::none}) <
+        screen.lower_bound({16, 1, 1, 1, 1, 4, 1, Recompute::full, Offload::none}));
+  TrainingPlanRequest req;
+  req.tokens = Tokens(500'000'000'000);
+  req.gpus = {"h100"};
+  req.top = 10;
+  const TrainingPlan plan = plan_training(s, req, builtin_catalog());
+  REQUIRE(!plan.best.empty());
+  for (const auto& c : plan.best) {
+    CHECK(s.moe.experts % c.layout.ep == 0);
+    CHECK(b(c.memory) == b(estimate_training_memory(s, as_workload(req.base, c.layout)).memory.total));
+  }
+}

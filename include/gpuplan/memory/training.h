@@ -430,7 +430,11 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
     for (const auto& l : inv.per_layer)
       for (const auto& g : l) A.malloc(double(g.numel()) * pr.weight * resident);
     if (lora) A.malloc(adapter_bytes);
-    if (ddp_buckets > 0) A.malloc(ddp_buckets);
+    // DDP (find_unused_parameters=False) starts with one bucket holding every gradient, and after the first
+    // iteration rebuilds its buckets in gradient-ready order, 25 MB each (torch DistributedDataParallel:
+    // bucket_size_limits [sys.maxsize] before the rebuild): the flat first bucket is freed and stays cached as one
+    // segment (allocator snapshot on 2 × H200: a free block of exactly one gradient copy).
+    H first_bucket = ddp_buckets > 0 ? A.malloc(ddp_buckets) : CachingAllocatorModel::none;
     A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
     A.malloc(PytorchProfile::cublas_workspaces.in(unit::bytes) / 2);
     std::vector<H> states, grads;
@@ -462,6 +466,11 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
       gathered_h.pop_back();
     };
     for (int step = 0; step < 3; ++step) {
+      if (step == 1 && ddp_buckets > 0) {
+        const double bucket = 25e6;
+        for (double left = ddp_buckets; left > 0; left -= bucket) A.malloc(std::min(bucket, left));
+        A.free(first_bucket);
+      }
       // Forward.
       std::vector<std::vector<H>> saved(static_cast<std::size_t>(s.layers));
       std::vector<std::vector<H>> casts(static_cast<std::size_t>(s.layers));

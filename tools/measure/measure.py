@@ -193,6 +193,25 @@ def probe(case_path):
     print("RESULT " + json.dumps(out), flush=True)
 
 
+def summarize_segments(torch):
+    """Caching-allocator segments at the end of the run, by stream: reserved, allocated, and the free blocks."""
+    out = {}
+    for seg in torch.cuda.memory_snapshot():
+        s = out.setdefault(str(seg["stream"]), {"segments": 0, "reserved": 0, "allocated": 0, "free_blocks": []})
+        s["segments"] += 1
+        s["reserved"] += seg["total_size"]
+        s["allocated"] += seg["allocated_size"]
+        s["free_blocks"] += [b["size"] for b in seg["blocks"] if b["state"] == "inactive"]
+        s.setdefault("segment_sizes", []).append(seg["total_size"])
+        s.setdefault("layout", []).append([(b["size"], b["state"] == "inactive") for b in seg["blocks"]][:6])
+    for s in out.values():
+        fb = sorted(s["free_blocks"], reverse=True)
+        s["free_blocks"] = {"count": len(fb), "bytes": sum(fb), "largest": fb[:8]}
+        big = sorted(zip(s.pop("segment_sizes"), s.pop("layout")), key=lambda x: -x[0])[:12]
+        s["largest_segments"] = [{"size": z, "blocks": blk} for z, blk in big]
+    return out
+
+
 def one(case_path):
     case = json.load(open(case_path))
     import torch
@@ -200,6 +219,8 @@ def one(case_path):
     cfg = build_config(case["config"])
     fn = run_train if case["mode"] == "train" else run_infer
     m, alloc, reserved = fn(case, cfg)
+    if os.environ.get("SNAPSHOT"):
+        m["segments"] = summarize_segments(torch)
     ctx = m["context_bytes"]
     m.update({"device_bytes": reserved + ctx, "reserved_bytes": reserved, "allocated_bytes": alloc,
               "context_end_bytes": end_context(torch)})

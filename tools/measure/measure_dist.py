@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from measure import summarize_segments  # noqa: E402  (same folder)
+
 OUT = os.environ.get("OUT", "/tmp/measure")
 
 
@@ -75,25 +77,6 @@ def step_loop(torch, model_step, opt, m):
     m["phases"] = phases
     m["state_after_step_bytes"] = torch.cuda.memory_allocated()
     return peak_alloc, peak_res
-
-
-def summarize_segments(torch):
-    """Caching-allocator segments at the end of the run, by stream: reserved, allocated, and the free blocks."""
-    out = {}
-    for seg in torch.cuda.memory_snapshot():
-        s = out.setdefault(str(seg["stream"]), {"segments": 0, "reserved": 0, "allocated": 0, "free_blocks": []})
-        s["segments"] += 1
-        s["reserved"] += seg["total_size"]
-        s["allocated"] += seg["allocated_size"]
-        s["free_blocks"] += [b["size"] for b in seg["blocks"] if b["state"] == "inactive"]
-        s.setdefault("segment_sizes", []).append(seg["total_size"])
-        s.setdefault("layout", []).append([(b["size"], b["state"] == "inactive") for b in seg["blocks"]][:6])
-    for s in out.values():
-        fb = sorted(s["free_blocks"], reverse=True)
-        s["free_blocks"] = {"count": len(fb), "bytes": sum(fb), "largest": fb[:8]}
-        big = sorted(zip(s.pop("segment_sizes"), s.pop("layout")), key=lambda x: -x[0])[:12]
-        s["largest_segments"] = [{"size": z, "blocks": blk} for z, blk in big]
-    return out
 
 
 def fwd_bwd(torch, forward):

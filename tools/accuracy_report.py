@@ -21,7 +21,10 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "DDP, FSDP2 with CPU offload, tensor parallelism (DTensor, loss_parallel), 1F1B pipeline; "
                               "the most-loaded rank"),
         ("measured_d2.jsonl", "Held-out multi-GPU measurements (2 × H200, plan tools/measure/plan_dist2.json), taken after "
-                              "the tensor/pipeline-parallel model was built")]
+                              "the tensor/pipeline-parallel model was built"),
+        ("measured_r1.jsonl", "Re-measurement of the shared set's worst training case (same workload and stack, "
+                              "tools/measure/plan_snapshot.json): the same live bytes, 4.1 GB less reserved than the shared "
+                              "run — the caching allocator's reserve varies between runs of one workload")]
 
 
 def run(binary, path):

@@ -70,6 +70,11 @@ struct ModelSpec {
   std::int64_t q_dim() const { return mla_enabled ? heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim) : heads * head_dim; }
   std::int64_t kv_dim() const { return kv_heads * head_dim; }
   bool is_moe_layer(std::int64_t l) const { return !moe_layers.empty() && moe_layers[static_cast<std::size_t>(l)]; }
+  std::int64_t moe_layer_count() const {
+    std::int64_t n = 0;
+    for (bool b : moe_layers) n += b ? 1 : 0;
+    return n;
+  }
   bool is_sliding_layer(std::int64_t l) const {
     return sliding_window > 0 && !sliding_layers.empty() && sliding_layers[static_cast<std::size_t>(l)];
   }

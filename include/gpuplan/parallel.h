@@ -127,33 +127,24 @@ struct Communication {
 // all-gather the updated parameters (the same volume); ZeRO-3 also all-gathers the parameters in forward and again
 // in backward: 1.5× (ZeRO paper §7). `trainable_params` is what one GPU's data-parallel group replicates (its
 // tensor/pipeline shard).
+inline double data_parallel_bytes(std::int64_t dp, int zero, double trainable_params, double param_bytes,
+                                  double grad_bytes) {
+  if (dp <= 1) return 0.0;
+  const double ring = double(dp - 1) / double(dp);
+  const double grads = trainable_params * grad_bytes, params = trainable_params * param_bytes;
+  return zero == 0 ? 2 * ring * grads : zero < 3 ? ring * (grads + params) : ring * (2 * params + grads);
+}
+
 inline Communication data_parallel_communication(const TrainingWorkload& w, double trainable_params,
                                                  double param_bytes, double grad_bytes) {
   Communication c;
   c.kind = "data";
   c.overlap = "DDP and FSDP overlap it with backward compute";
-  const std::int64_t dp = w.dp();
-  if (dp <= 1) {
-    c.collectives = "none (one data-parallel rank)";
-    return c;
-  }
-  const double n = double(dp), ring = (n - 1) / n;
-  const double grads = trainable_params * grad_bytes, params = trainable_params * param_bytes;
-  switch (w.zero) {
-    case 0:
-      c.collectives = "all-reduce of the gradients";
-      c.bytes_per_gpu = Bytes(2 * ring * grads);
-      break;
-    case 1:
-    case 2:
-      c.collectives = "reduce-scatter of the gradients, all-gather of the updated parameters";
-      c.bytes_per_gpu = Bytes(ring * (grads + params));
-      break;
-    default:
-      c.collectives = "all-gather of the parameters in forward and in backward, reduce-scatter of the gradients";
-      c.bytes_per_gpu = Bytes(ring * (2 * params + grads));
-      break;
-  }
+  c.collectives = w.dp() <= 1 ? "none (one data-parallel rank)"
+                  : w.zero == 0 ? "all-reduce of the gradients"
+                  : w.zero < 3 ? "reduce-scatter of the gradients, all-gather of the updated parameters"
+                               : "all-gather of the parameters in forward and in backward, reduce-scatter of the gradients";
+  c.bytes_per_gpu = Bytes(data_parallel_bytes(w.dp(), w.zero, trainable_params, param_bytes, grad_bytes));
   return c;
 }
 
@@ -177,21 +168,36 @@ inline Communication collective(std::string kind, std::string what, Bytes bytes,
   return c;
 }
 
+// Tensor-parallel bytes per GPU per step: m micro-batches × L layers × (4, or 6 with full recomputation)
+// collectives of a [tokens, h] activation of c bytes, each moving 2·(t − 1)/t of it.
+inline double tensor_parallel_bytes(std::int64_t tp, double microbatches, double layers, bool full_recompute,
+                                    double tokens, double hidden, double c) {
+  if (tp <= 1) return 0.0;
+  const double t = double(tp);
+  return microbatches * layers * (4.0 + (full_recompute ? 2.0 : 0.0)) * 2.0 * (t - 1) / t * tokens * hidden * c;
+}
+
+// Expert-parallel bytes per GPU per step: 4 all-to-alls (dispatch, combine; forward, backward) per MoE layer and
+// micro-batch, (ep − 1)/ep of the top-k routed token copies leaving the GPU.
+inline double expert_parallel_bytes(std::int64_t ep, double microbatches, double moe_layers, double tokens,
+                                    double experts_per_token, double hidden, double c) {
+  if (ep <= 1) return 0.0;
+  const double e = double(ep);
+  return microbatches * moe_layers * 4.0 * (e - 1) / e * tokens * experts_per_token * hidden * c;
+}
+
 inline std::vector<Communication> model_parallel_communication(const ModelSpec& s, const TrainingWorkload& w,
                                                                std::int64_t stage_layers, double activation_bytes) {
   std::vector<Communication> out;
   const double m = double(w.grad_accum), L = double(stage_layers), h = double(s.hidden), c = activation_bytes;
   const double tokens = double(w.batch) * std::ceil(double(w.seq) / double(w.cp));
   const double act = tokens * h * c;
-  if (w.tp > 1) {
-    const double t = double(w.tp);
-    const double per_layer = 4.0 + (w.recompute == Recompute::full ? 2.0 : 0.0);
+  if (w.tp > 1)
     out.push_back(collective("tensor",
                    w.sp ? "all-gather + reduce-scatter of the layer activations (sequence parallel)"
                         : "all-reduce of the layer activations",
-                   Bytes(m * L * per_layer * 2.0 * (t - 1) / t * act),
+                   Bytes(tensor_parallel_bytes(w.tp, m, L, w.recompute == Recompute::full, tokens, h, c)),
                    "on the critical path (Megatron without TP communication overlap)"));
-  }
   if (w.pp > 1)
     out.push_back(collective("pipeline", "point-to-point send/receive of activations and their gradients",
                    Bytes(m * double(w.vpp) * 2.0 * act / (w.sp ? double(w.tp) : 1.0)),
@@ -202,14 +208,13 @@ inline std::vector<Communication> model_parallel_communication(const ModelSpec& 
                    Bytes(m * L * 3.0 * double(w.cp - 1) * kv),
                    "overlapped with the attention blocks of the ring"));
   }
-  std::int64_t moe_layers = 0;
-  for (std::int64_t l = 0; l < s.layers; ++l) moe_layers += s.is_moe_layer(l) ? 1 : 0;
+  const std::int64_t moe_layers = s.moe_layer_count();
   if (w.ep > 1 && moe_layers > 0) {
-    const double e = double(w.ep);
-    const double routed = tokens / (w.sp ? double(w.tp) : 1.0) * double(s.moe.experts_per_token) * h * c;
     const double moe_on_stage = double(moe_layers) * L / double(s.layers);
     out.push_back(collective("expert", "all-to-all dispatch and combine of routed tokens, forward and backward",
-                   Bytes(m * moe_on_stage * 4.0 * (e - 1) / e * routed), "on the critical path"));
+                   Bytes(expert_parallel_bytes(w.ep, m, moe_on_stage, tokens / (w.sp ? double(w.tp) : 1.0),
+                                               double(s.moe.experts_per_token), h, c)),
+                   "on the critical path"));
   }
   return out;
 }
@@ -229,21 +234,32 @@ inline bool group_spans_nodes(const Communication& c, const TrainingWorkload& w,
 
 // Per GPU, one way: NVLink figures in the catalog are bidirectional (NVLink 4: 900 GB/s = 450 each way). Across
 // nodes the network limits: network_bandwidth per GPU (default 50 GB/s: one 400 Gb/s NIC per GPU, as in DGX H100).
+// Without a GPU interconnect in the catalog, PCIe 5 x16 (32 GB/s each way).
+inline constexpr double default_network_bytes_per_s = 50e9;
+inline constexpr double pcie5_x16_bytes_per_s = 32e9;
+
+struct Link {
+  ByteRate bandwidth{0};
+  std::string name;
+};
+
+inline Link link_between(const Device& d, bool across_nodes, std::optional<ByteRate> network_bandwidth) {
+  const ByteRate network = network_bandwidth.value_or(ByteRate(default_network_bytes_per_s));
+  if (across_nodes) return {network, "network between nodes"};
+  if (!d.interconnect_bandwidth)
+    return {ByteRate(std::min(network.in(unit::bytes_per_s), pcie5_x16_bytes_per_s)),
+            "PCIe (no GPU interconnect in the catalog; 32 GB/s, PCIe 5 x16)"};
+  return {ByteRate(d.interconnect_bandwidth->in(unit::bytes_per_s) / 2), d.interconnect + " (one way)"};
+}
+
 inline void time_communication(Communication& c, const Device& d, bool across_nodes,
                                std::optional<ByteRate> network_bandwidth) {
   c.across_nodes = across_nodes;
   if (c.bytes_per_gpu.in(unit::bytes) <= 0) return;
-  const ByteRate network = network_bandwidth.value_or(ByteRate(50e9));
-  std::optional<ByteRate> nvlink;
-  if (d.interconnect_bandwidth) nvlink = ByteRate(d.interconnect_bandwidth->in(unit::bytes_per_s) / 2);
-  if (across_nodes || !nvlink) {
-    c.bandwidth = across_nodes ? network : ByteRate(std::min(network.in(unit::bytes_per_s), 32e9));
-    c.link = across_nodes ? "network between nodes" : "PCIe (no GPU interconnect in the catalog; 32 GB/s, PCIe 5 x16)";
-  } else {
-    c.bandwidth = nvlink;
-    c.link = d.interconnect + " (one way)";
-  }
-  c.time = c.bytes_per_gpu / *c.bandwidth;
+  const Link link = link_between(d, across_nodes, network_bandwidth);
+  c.bandwidth = link.bandwidth;
+  c.link = link.name;
+  c.time = c.bytes_per_gpu / link.bandwidth;
 }
 
 }  // namespace gpuplan

@@ -233,6 +233,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     double peak;
     double mfu;
     double usable;
+    double intra_node, inter_node;  // one-way bytes/s per GPU inside a node and between nodes (parallel.h)
   };
   const ComputeFormat format = compute_format(req.base.precision);
   std::vector<DeviceChoice> choices;
@@ -250,7 +251,9 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
       if (std::find(sizes.begin(), sizes.end(), p.offering->count) != sizes.end()) continue;
       sizes.push_back(p.offering->count);
       choices.push_back({&d, p.offering, p.per_gpu_hour.in(unit::usd_per_hour), *peak,
-                         req.mfu.value_or(default_mfu(d, format).mfu), d.capacity().in(unit::bytes) * (1 - req.headroom)});
+                         req.mfu.value_or(default_mfu(d, format).mfu), d.capacity().in(unit::bytes) * (1 - req.headroom),
+                         link_between(d, false, req.network).bandwidth.in(unit::bytes_per_s),
+                         link_between(d, true, req.network).bandwidth.in(unit::bytes_per_s)});
     }
   }
   for (const auto& g : req.gpus) cat.get(g);  // unknown ids are usage errors
@@ -270,8 +273,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   const TrainingMemoryScreen screen(s, req.base);
   const PrecisionRecipe pr = recipe_of(req.base.precision);
   const double params = double(count_params(s).total.in(unit::params));
-  double moe_layers = 0;
-  for (std::int64_t l = 0; l < s.layers; ++l) moe_layers += s.is_moe_layer(l) ? 1 : 0;
+  const double moe_layers = double(s.moe_layer_count());
 
   // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
   const std::size_t keep = std::size_t(std::max(64, req.top * 24));
@@ -306,18 +308,14 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                 // does not hide behind compute (TP all-reduces; DP collectives beyond the backward pass).
                 const double steps = tokens / (per_step * double(m));
                 const double bubble = pp > 1 ? double(pp - 1) / double(m) : 0.0;
-                const double tp_bytes = tp > 1 ? double(m) * std::ceil(double(s.layers) / double(pp)) *
-                                                     (4.0 + (rc == Recompute::full ? 2.0 : 0.0)) * 2.0 *
-                                                     double(tp - 1) / double(tp) * double(mb) * seq * h * c_bytes
-                                               : 0.0;
-                // Expert all-to-all: dispatch and combine, forward and backward, (ep − 1)/ep of the routed tokens.
-                const double ep_bytes = ep > 1 ? double(m) * moe_layers / double(pp) * 4.0 * double(ep - 1) / double(ep) *
-                                                     double(mb) * seq * double(s.moe.experts_per_token) * h * c_bytes
-                                               : 0.0;
+                // Traffic per step (parallel.h), for the first stage's layers.
+                const double tokens_mb = double(mb) * seq;
+                const double tp_bytes = tensor_parallel_bytes(tp, double(m), std::ceil(double(s.layers) / double(pp)),
+                                                              rc == Recompute::full, tokens_mb, h, c_bytes);
+                const double ep_bytes = expert_parallel_bytes(ep, double(m), moe_layers / double(pp), tokens_mb,
+                                                              double(s.moe.experts_per_token), h, c_bytes);
                 const double local = params / double(tp * pp);
-                const double ring = dp > 1 ? double(dp - 1) / double(dp) : 0.0;
-                const double dp_bytes = ring * local *
-                                        (zero == 0 ? 2.0 * pr.grad : zero < 3 ? pr.grad + pr.weight : pr.grad + 2.0 * pr.weight);
+                const double dp_bytes = data_parallel_bytes(dp, zero, local, pr.weight, pr.grad);
                 for (const auto& ch : choices) {
                   ++plan.evaluated;
                   if (bytes > ch.usable) continue;
@@ -325,14 +323,12 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                   if (tp > node) continue;
                   // Beyond one instance only multi-GPU instances (4+), the kind sold with cluster networking.
                   if (n > node && node < 4) continue;
-                  const double nvlink = ch.device->interconnect_bandwidth
-                                            ? ch.device->interconnect_bandwidth->in(unit::bytes_per_s) / 2
-                                            : 32e9;
-                  const double network = req.network ? req.network->in(unit::bytes_per_s) : 50e9;
-                  const double dp_bw = (tp * dp > node) ? network : nvlink;  // the dp group spans nodes (parallel.h)
+                  // A group spans nodes by its extent (parallel.h group_spans_nodes): tp, tp·ep, tp·dp.
+                  const double nvlink = ch.intra_node, network = ch.inter_node;
+                  const double dp_bw = (tp * dp > node) ? network : nvlink;
+                  const double ep_bw = (tp * ep > node) ? network : nvlink;
                   const double offload_step =
                       off != Offload::none ? local / double(zero >= 1 ? dp : 1) * offload_seconds_per_param : 0.0;
-                  const double ep_bw = (tp * ep > node) ? network : nvlink;
                   const RunTime rt = run_time(hw_flops[static_cast<int>(rc)].in(unit::flop), double(n), ch.peak, ch.mfu,
                                               bubble, steps, tp_bytes / nvlink + ep_bytes / ep_bw, dp_bytes / dp_bw,
                                               offload_step);
@@ -417,7 +413,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   as.push_back("cost: whole instances at the offering's " + std::string(req.spot ? "spot" : "on-demand") +
                " price, for the run's wall time");
   as.push_back("runs beyond one instance use multi-GPU instances (4+ accelerators) with the network at " +
-               std::to_string(std::llround((req.network ? req.network->in(unit::bytes_per_s) : 50e9) / 1e9)) +
+               std::to_string(std::llround((req.network ? req.network->in(unit::bytes_per_s) : default_network_bytes_per_s) / 1e9)) +
                " GB/s per GPU; single-accelerator instances only for single-instance runs");
   as.push_back(req.gpus.empty() ? "accelerators: NVIDIA and AMD (PyTorch's CUDA/ROCm stack, which the memory profile models); "
                                   "name TPUs, Trainium or Gaudi with --gpu to include them"

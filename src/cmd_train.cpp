@@ -64,7 +64,8 @@ namespace {
 
 // Tokens, FLOPs, and with a device: time, cost, energy.
 void add_run_report(nlohmann::json& report, const ModelSpec& spec, const TrainingWorkload& w, const RunOptions& r,
-                    const Catalog& cat, const Device* device, Params trainable_on_gpu) {
+                    const Catalog& cat, const Device* device, Params trainable_on_gpu,
+                    const std::vector<Communication>& comms) {
   if (!r.tokens.empty() && (r.epochs > 0 || !r.dataset_tokens.empty()))
     throw InputError("--tokens excludes --epochs/--dataset-tokens");
   if ((r.epochs > 0) != !r.dataset_tokens.empty()) throw InputError("--epochs and --dataset-tokens go together");
@@ -108,11 +109,10 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   // Per optimizer step: the collectives on the critical path (tensor, expert), the data-parallel ones (overlapped
   // with backward up to 2/3 of the step), the host optimizer step under offload.
   double critical = 0, data = 0;
-  for (const auto& c : report["communication"]["by_parallelism"]) {
-    if (c["seconds_per_step"].is_null()) continue;
-    const std::string kind = c["parallelism"].get<std::string>();
-    if (kind == "tensor" || kind == "expert") critical += c["seconds_per_step"].get<double>();
-    if (kind == "data") data += c["seconds_per_step"].get<double>();
+  for (const auto& c : comms) {
+    if (!c.time) continue;
+    if (c.kind == "tensor" || c.kind == "expert") critical += c.time->in(unit::seconds);
+    if (c.kind == "data") data += c.time->in(unit::seconds);
   }
   const double host = w.offload_optimizer != Offload::none
                           ? double(trainable_on_gpu.in(unit::params)) / double(w.zero >= 1 ? w.dp() : 1) * offload_seconds_per_param
@@ -233,11 +233,12 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
                         {"stage", est.stage.index}, {"stage_layers", est.stage.layers},
                         {"in_flight_microbatches", est.stage.in_flight},
                         {"pipeline_bubble_fraction", pipeline_bubble(w)}};
+  std::vector<Communication> comms;
   {
     const PrecisionRecipe pr = recipe_of(w.precision);
     const bool lora = w.lora.rank > 0;
-    std::vector<Communication> comms{data_parallel_communication(w, double(est.shape.trainable_on_gpu.in(unit::params)),
-                                                                 lora ? 4.0 : pr.weight, lora ? 4.0 : pr.grad)};
+    comms.push_back(data_parallel_communication(w, double(est.shape.trainable_on_gpu.in(unit::params)),
+                                                lora ? 4.0 : pr.weight, lora ? 4.0 : pr.grad));
     for (auto& c : model_parallel_communication(spec, w, est.stage.layers, pr.compute)) comms.push_back(std::move(c));
     const std::int64_t per_node = w.gpus / o.run.nodes;
     const std::optional<ByteRate> network =
@@ -269,7 +270,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
                                            "which ones frameworks hide behind compute"}};
   }
 
-  add_run_report(report, spec, w, o.run, cat, device, est.shape.trainable_on_gpu);
+  add_run_report(report, spec, w, o.run, cat, device, est.shape.trainable_on_gpu, comms);
   if (device) {
     report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
   } else {

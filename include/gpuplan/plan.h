@@ -51,12 +51,22 @@ class TrainingMemoryScreen {
     const PrecisionRecipe pr = recipe_of(base.precision);
     per_param_weight_ = pr.weight;
     per_param_grad_ = pr.grad;
-    const double moments = base.optimizer == Optimizer::sgd ? 0.0
-                           : (base.optimizer == Optimizer::sgd_momentum || base.optimizer == Optimizer::lion) ? 1.0
-                                                                                                              : 2.0;
-    per_param_states_ = moments * pr.state + pr.master;
-    step_temp_per_param_ = (pr.master > 0 ? 4.0 : 0.0) +
-                           (pr.master == 0 && (base.optimizer == Optimizer::adamw || base.optimizer == Optimizer::adam) ? pr.state : 0.0);
+    // Optimizer states per parameter, from the estimator's own rules (training.h) over the model's tensors.
+    double state_elements = 0, numel = 0;
+    auto count = [&](const std::vector<ParamGroup>& groups) {
+      for (const auto& g : groups) {
+        state_elements += double(g.count) * detail::optimizer_state_elements(base.optimizer, double(g.out), double(g.in),
+                                                                              double(g.out * g.in));
+        numel += double(g.numel());
+      }
+    };
+    const ParamInventory inv = param_inventory(s);
+    count(inv.embedding);
+    for (const auto& l : inv.per_layer) count(l);
+    count(inv.head);
+    per_param_states_ = (base.optimizer == Optimizer::adamw_8bit ? detail::adamw_8bit_bytes_per_param
+                                                                 : state_elements / numel * pr.state) + pr.master;
+    step_temp_per_param_ = detail::step_temporaries_per_param(base.optimizer, pr.state, pr.master);
     // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN), separated by evaluating
     // the inventory at doubled split widths (parallel.h).
     const ModelSpec wide = doubled_split_widths(s);

@@ -171,3 +171,26 @@ TEST_CASE("plan_training: expert parallelism for MoE models", "[plan]") {
     CHECK(b(c.memory) == b(estimate_training_memory(s, as_workload(req.base, c.layout)).memory.total));
   }
 }
+
+TEST_CASE("TrainingMemoryScreen: a lower bound for every optimizer", "[plan]") {
+  // The screen takes the optimizer's states from the estimator's rules (8-bit AdamW's 2.03 B, Adafactor's factored
+  // moments), so it stays below the full estimate for all of them.
+  const ModelSpec& s = find_preset("llama-3.1-8b").spec;
+  for (Optimizer o : {Optimizer::adamw, Optimizer::adamw_fused, Optimizer::adamw_8bit, Optimizer::adafactor,
+                      Optimizer::sgd, Optimizer::sgd_momentum, Optimizer::lion}) {
+    for (Precision p : {Precision::bf16, Precision::pure_bf16}) {
+      TrainingWorkload base;
+      base.seq = 2048;
+      base.optimizer = o;
+      base.precision = p;
+      const TrainingMemoryScreen screen(s, base);
+      for (const TrainingLayout& L : {TrainingLayout{1, 1, 1, 0, 1, 1, 1, Recompute::full, Offload::none},
+                                      TrainingLayout{8, 2, 1, 1, 1, 4, 1, Recompute::none, Offload::none}}) {
+        INFO(spell<Optimizer>(optimizer_names, o) << " " << spell<Precision>(precision_names, p) << " gpus " << L.gpus);
+        const double full = b(estimate_training_memory(s, as_workload(base, L)).memory.total);
+        CHECK(screen.lower_bound(L) <= full * 1.02);
+        CHECK(screen.lower_bound(L) >= full * 0.6);
+      }
+    }
+  }
+}

@@ -47,6 +47,37 @@ struct TrainingEstimate {
 
 namespace detail {
 
+// Optimizer state elements kept for one rows×cols tensor family of `numel` elements.
+inline double optimizer_state_elements(Optimizer o, double rows, double cols, double numel) {
+  switch (o) {
+    case Optimizer::adamw:
+    case Optimizer::adamw_fused:
+    case Optimizer::adam:
+    case Optimizer::adamw_8bit: return 2.0 * numel;  // first and second moments (Kingma & Ba 2015, Alg. 1)
+    case Optimizer::sgd: return 0.0;
+    case Optimizer::sgd_momentum:
+    case Optimizer::lion: return numel;  // one momentum buffer (Chen et al. 2023: Lion keeps only momentum)
+    case Optimizer::adafactor:
+      // Factored second moment: row and column statistics per matrix, full for vectors (Shazeer & Stern 2018).
+      return cols > 1 ? rows + cols : numel;
+  }
+  return 0.0;
+}
+
+// bitsandbytes 8-bit AdamW: two uint8 moments + an fp32 absmax per 256-element block each, per parameter
+// (bitsandbytes optimizer.py Optimizer2State, blocksize 256 since PR #1365).
+inline constexpr double adamw_8bit_bytes_per_param = 2.0 + 8.0 / 256.0;
+
+// Temporaries of the optimizer step per trainable parameter (PyTorch): master-weight recipes (DeepSpeed/Megatron)
+// upcast the 16-bit gradients into an fp32 buffer (DeepSpeed's estimator: "4_grads_32bit") and step with fused
+// kernels; torch's multi-tensor (foreach) AdamW makes one intermediate list the size of a moment (sqrt of
+// exp_avg_sq; measured on H200, 8B: foreach − fused = 16.04 GB ≈ 2 B × 8.03B). Fused kernels and in-place
+// foreach updates need none; Adafactor and Lion loop per tensor (a constant, not per parameter).
+inline double step_temporaries_per_param(Optimizer o, double state_bytes, double master_bytes) {
+  if (master_bytes > 0) return 4.0;
+  return (o == Optimizer::adamw || o == Optimizer::adam) ? state_bytes : 0.0;
+}
+
 inline double lora_adapter_params(const ParamGroup& g, std::int64_t rank) {
   return double(rank) * double(g.in + g.out);  // A: r×in, B: out×r
 }
@@ -90,19 +121,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   double n_trainable = 0, n_lora = 0, state_elems = 0, largest_param = 0, n_trainable_expert = 0, state_expert = 0;
   const bool lora = w.lora.rank > 0;
   auto optimizer_elements = [&](double rows, double cols, double numel) {
-    switch (w.optimizer) {
-      case Optimizer::adamw:
-      case Optimizer::adamw_fused:
-      case Optimizer::adam:
-      case Optimizer::adamw_8bit: return 2.0 * numel;  // first and second moments (Kingma & Ba 2015, Alg. 1)
-      case Optimizer::sgd: return 0.0;
-      case Optimizer::sgd_momentum:
-      case Optimizer::lion: return numel;  // one momentum buffer (Chen et al. 2023: Lion keeps only momentum)
-      case Optimizer::adafactor:
-        // Factored second moment: row and column statistics per matrix, full for vectors (Shazeer & Stern 2018).
-        return cols > 1 ? rows + cols : numel;
-    }
-    return 0.0;
+    return optimizer_state_elements(w.optimizer, rows, cols, numel);
   };
   auto visit = [&](const std::vector<ParamGroup>& groups, bool in_layer) {
     for (const auto& g : groups) {
@@ -148,11 +167,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   const double weights_bytes = base_weight_bytes + adapter_bytes;
   double grads_bytes = n_trainable * grad_el;
   double states_bytes = state_elems * state_el + n_trainable * master;
-  if (w.optimizer == Optimizer::adamw_8bit) {
-    // bitsandbytes 8-bit AdamW: two uint8 moments + an fp32 absmax per 256-element block each
-    // (bitsandbytes optimizer.py Optimizer2State, blocksize 256 since PR #1365).
-    states_bytes = n_trainable * (2.0 + 8.0 / 256.0) + n_trainable * master;
-  }
+  if (w.optimizer == Optimizer::adamw_8bit) states_bytes = n_trainable * (adamw_8bit_bytes_per_param + master);
 
   // --- Sharding across data-parallel ranks (ZeRO paper §5; FSDP full_shard = 3, shard_grad_op = 2) ---
   const double train_share = zero_share(n_trainable, n_trainable_expert);
@@ -305,22 +320,9 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   double step_temp = 0;
   if (pytorch) {
     const double trainable_local = n_trainable * ((sharded && w.zero >= 1) ? train_share : 1.0);
-    switch (master > 0 ? Optimizer::adamw_fused : w.optimizer) {  // master-weight recipes step with fused kernels
-      case Optimizer::adamw:
-      case Optimizer::adam:
-        // torch multi-tensor (foreach) AdamW: one intermediate list the size of a moment (sqrt of exp_avg_sq),
-        // measured as 1× parameter-state bytes on H200 (8B: foreach − fused = 16.04 GB ≈ 2 B × 8.03B).
-        step_temp = trainable_local * state_el;
-        break;
-      case Optimizer::adafactor:
-      case Optimizer::lion:
-        step_temp = 3.0 * largest_param * 4.0;  // per-tensor loop: fp32 update temporaries of one tensor
-        break;
-      default: step_temp = 0;  // fused kernels and in-place foreach updates (SGD momentum) need no copy
-    }
-    // Master-weight recipes (DeepSpeed/Megatron) upcast the 16-bit gradients into an fp32 buffer for the update
-    // (DeepSpeed's estimator: "4_grads_32bit").
-    if (master > 0) step_temp += trainable_local * 4.0;
+    step_temp = trainable_local * step_temporaries_per_param(w.optimizer, state_el, master);
+    if (master == 0 && (w.optimizer == Optimizer::adafactor || w.optimizer == Optimizer::lion))
+      step_temp = 3.0 * largest_param * 4.0;  // per-tensor loop: fp32 update temporaries of one tensor
   }
 
   // --- Offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari et al. 2021) ---

@@ -239,6 +239,37 @@ def one(case_path):
     print("RESULT " + json.dumps(rec), flush=True)
 
 
+def run_plan(plan, only, out_name, command, timeout):
+    """Each case of the plan in its own process(es): command(case_path) is the argv; a RESULT line on stdout is the
+    case, appended to $OUT/out_name."""
+    os.makedirs(OUT, exist_ok=True)
+    res = open(os.path.join(OUT, out_name), "a")
+    for case in plan:
+        if only and case["name"] not in only:
+            continue
+        path = os.path.join(OUT, f".case-{case['name']}.json")
+        json.dump(case, open(path, "w"))
+        t0 = time.time()
+        p = subprocess.run(command(case, path), capture_output=True, text=True, timeout=timeout)
+        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+        if p.returncode == 0 and line:
+            res.write(line[0][7:] + "\n")
+            res.flush()
+            print(f"ok   {case['name']} ({time.time() - t0:.0f}s)", flush=True)
+        else:
+            errors = [l for l in p.stderr.strip().splitlines() if "Error" in l or "error" in l]
+            tail = errors[-4:] or (p.stderr.strip().splitlines() or ["?"])[-4:]
+            print(f"FAIL {case['name']} ({time.time() - t0:.0f}s): {' | '.join(tail)}", flush=True)
+        os.remove(path)
+
+
+def parse_args():
+    """PLAN.json [--only NAME,...]"""
+    plan = json.load(open(sys.argv[1]))
+    only = set(sys.argv[3].split(",")) if len(sys.argv) >= 4 and sys.argv[2] == "--only" else None
+    return plan, only
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] in ("--one", "--probe-one"):
         (one if sys.argv[1] == "--one" else probe)(sys.argv[2])
@@ -246,29 +277,9 @@ def main():
     probing = "--probe" in sys.argv
     if probing:
         sys.argv.remove("--probe")
-    plan = json.load(open(sys.argv[1]))
-    only = None
-    if len(sys.argv) >= 4 and sys.argv[2] == "--only":
-        only = set(sys.argv[3].split(","))
-    os.makedirs(OUT, exist_ok=True)
-    res = open(os.path.join(OUT, "probes.jsonl" if probing else "cases.jsonl"), "a")
-    for case in plan:
-        if only and case["name"] not in only:
-            continue
-        path = os.path.join(OUT, f".case-{case['name']}.json")
-        json.dump(case, open(path, "w"))
-        t0 = time.time()
-        p = subprocess.run([sys.executable, __file__, "--probe-one" if probing else "--one", path], capture_output=True,
-                           text=True, timeout=400)
-        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-        if p.returncode == 0 and line:
-            res.write(line[0][7:] + "\n")
-            res.flush()
-            print(f"ok   {case['name']} ({time.time() - t0:.0f}s)", flush=True)
-        else:
-            tail = (p.stderr.strip().splitlines() or ["?"])[-3:]
-            print(f"FAIL {case['name']} ({time.time() - t0:.0f}s): {' | '.join(tail)}", flush=True)
-        os.remove(path)
+    plan, only = parse_args()
+    run_plan(plan, only, "probes.jsonl" if probing else "cases.jsonl",
+             lambda case, path: [sys.executable, __file__, "--probe-one" if probing else "--one", path], 400)
 
 
 if __name__ == "__main__":

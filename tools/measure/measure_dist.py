@@ -17,11 +17,10 @@ Workload fields as in measure.py, plus:
 """
 import json
 import os
-import subprocess
 import sys
 import time
 
-from measure import summarize_segments  # noqa: E402  (same folder)
+from measure import parse_args, run_plan, summarize_segments  # noqa: E402  (same folder)
 
 OUT = os.environ.get("OUT", "/tmp/measure")
 
@@ -250,28 +249,10 @@ def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "--rank":
         run_rank(json.load(open(sys.argv[2])))
         return
-    plan = json.load(open(sys.argv[1]))
-    only = set(sys.argv[3].split(",")) if len(sys.argv) >= 4 and sys.argv[2] == "--only" else None
-    os.makedirs(OUT, exist_ok=True)
-    res = open(os.path.join(OUT, "cases.jsonl"), "a")
-    for case in plan:
-        if only and case["name"] not in only:
-            continue
-        path = os.path.join(OUT, f".case-{case['name']}.json")
-        json.dump(case, open(path, "w"))
-        t0 = time.time()
-        p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                            f"--nproc_per_node={case['workload']['gpus']}", __file__, "--rank", path],
-                           capture_output=True, text=True, timeout=300)
-        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-        if p.returncode == 0 and line:
-            res.write(line[0][7:] + "\n")
-            res.flush()
-            print(f"ok   {case['name']} ({time.time() - t0:.0f}s)", flush=True)
-        else:
-            tail = [l for l in p.stderr.strip().splitlines() if "Error" in l or "error" in l][-4:] or p.stderr.splitlines()[-4:]
-            print(f"FAIL {case['name']} ({time.time() - t0:.0f}s): {' | '.join(tail)}", flush=True)
-        os.remove(path)
+    plan, only = parse_args()
+    run_plan(plan, only, "cases.jsonl",
+             lambda case, path: [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                 f"--nproc_per_node={case['workload']['gpus']}", __file__, "--rank", path], 300)
 
 
 if __name__ == "__main__":

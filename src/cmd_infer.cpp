@@ -116,7 +116,7 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
     if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;
     if (o.compute_efficiency != 0) eff.compute = o.compute_efficiency;
     // Decode reads the cache at its average length over the generation.
-    const double avg_ctx = std::max(1.0, double(est.context_tokens) - double(w.new_tokens) / 2.0);
+    const double avg_ctx = average_decode_context(double(est.context_tokens), double(w.new_tokens));
     const Throughput t = serving_throughput(spec, *device, est.weights, est.weight_bytes.in(unit::bytes),
                                             est.kv_bytes_per_token.in(unit::bytes), w.batch, w.prompt_len, avg_ctx,
                                             w.tp, eff);

@@ -286,6 +286,8 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   const double moe_layers = double(s.moe_layer_count());
 
   // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
+  // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
+  // optimism (candidates the full estimate drops): 24 per row, at least 64 — verification then runs ~top times.
   const std::size_t keep = std::size_t(std::max(64, req.top * 24));
   auto worse = [&](const TrainingCandidate& a, const TrainingCandidate& b) {
     return detail::ranks_before(a, b, req.objective);
@@ -489,7 +491,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
   for (const auto& g : req.gpus) cat.get(g);
   ServingPlan plan;
   const double context = double(req.prompt_len + req.new_tokens);
-  const double avg_ctx = std::max(1.0, context - double(req.new_tokens) / 2.0);  // decode reads the cache at this length
+  const double avg_ctx = average_decode_context(context, double(req.new_tokens));
   for (const auto& d : cat.devices) {
     if (!req.gpus.empty() &&
         std::none_of(req.gpus.begin(), req.gpus.end(), [&](const std::string& g) { return cat.find(g) == &d; }))

@@ -41,6 +41,11 @@ inline std::pair<std::optional<double>, std::string> serving_peak(const Device& 
   return {d.peak.bf16 ? d.peak.bf16 : d.peak.fp16, "bf16"};
 }
 
+// The cache length decode reads on average over a generation of new_tokens that ends at `context` tokens.
+inline double average_decode_context(double context, double new_tokens) {
+  return std::max(1.0, context - new_tokens / 2.0);
+}
+
 // batch sequences, prompt tokens each, the cache at `context` tokens on average during decode; `weight_bytes` and
 // `kv_bytes_per_token` per GPU, tp GPUs each doing 1/tp of the FLOPs.
 inline Throughput serving_throughput(const ModelSpec& s, const Device& d, WeightFormat f, double weight_bytes,

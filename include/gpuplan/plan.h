@@ -55,7 +55,7 @@ class TrainingMemoryScreen {
     double state_elements = 0, numel = 0;
     auto count = [&](const std::vector<ParamGroup>& groups) {
       for (const auto& g : groups) {
-        state_elements += double(g.count) * detail::optimizer_state_elements(base.optimizer, double(g.out), double(g.in),
+        state_elements += double(g.count) * optimizer_state_elements(base.optimizer, double(g.out), double(g.in),
                                                                               double(g.out * g.in));
         numel += double(g.numel());
       }
@@ -64,9 +64,9 @@ class TrainingMemoryScreen {
     count(inv.embedding);
     for (const auto& l : inv.per_layer) count(l);
     count(inv.head);
-    per_param_states_ = (base.optimizer == Optimizer::adamw_8bit ? detail::adamw_8bit_bytes_per_param
+    per_param_states_ = (base.optimizer == Optimizer::adamw_8bit ? adamw_8bit_bytes_per_param
                                                                  : state_elements / numel * pr.state) + pr.master;
-    step_temp_per_param_ = detail::step_temporaries_per_param(base.optimizer, pr.state, pr.master);
+    step_temp_per_param_ = step_temporaries_per_param(base.optimizer, pr.state, pr.master);
     // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN), separated by evaluating
     // the inventory at doubled split widths (parallel.h).
     const ModelSpec wide = doubled_split_widths(s);

@@ -118,4 +118,43 @@ class CachingAllocatorModel {
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
 
+// What a step asks of the caching allocator, as data: allocations and frees in the order the framework makes them,
+// each tagged with its phase. Built by the estimators (training/allocations.h), folded by replay_reserve.
+struct AllocationTimeline {
+  using Id = std::uint32_t;  // the n-th allocation
+  static constexpr Id none = ~Id(0);
+  enum class Phase : std::uint8_t { setup, forward, backward, optimizer };
+  struct Event {
+    double bytes;  // requested (allocations only)
+    Id id;
+    int stream;    // CUDA stream whose pool serves it
+    bool alloc;    // an allocation, else the free of allocation `id`
+    Phase phase;
+  };
+  std::vector<Event> events;
+  Phase phase = Phase::setup;  // the phase new events are tagged with
+  Id allocations = 0;
+
+  Id malloc(double bytes, int stream = 0) {
+    if (bytes <= 0) return none;  // nothing to allocate (a tensor this rank does not hold)
+    events.push_back({bytes, allocations, stream, true, phase});
+    return allocations++;
+  }
+  void free(Id id) {
+    if (id != none) events.push_back({0.0, id, 0, false, phase});
+  }
+};
+
+// What the caching allocator holds beyond the live tensors after replaying a timeline: its peak reserve minus its
+// peak of live bytes (rounding and fragmentation).
+inline double replay_reserve(const AllocationTimeline& t) {
+  CachingAllocatorModel A;
+  std::vector<CachingAllocatorModel::Handle> handle(t.allocations, CachingAllocatorModel::none);
+  for (const auto& e : t.events) {
+    if (e.alloc) handle[e.id] = A.malloc(e.bytes, e.stream);
+    else A.free(handle[e.id]);
+  }
+  return std::max(0.0, A.peak_reserved() - A.peak_allocated());
+}
+
 }  // namespace gpuplan

@@ -225,8 +225,9 @@ inline std::vector<std::int64_t> powers_of_two(std::int64_t hi) {
 
 }  // namespace detail
 
-inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest& req, const Catalog& cat) {
-  validate(s);
+namespace detail {
+
+inline void validate(const TrainingPlanRequest& req) {
   validate(req.base);
   if (req.tokens.in(unit::tokens) <= 0) throw InputError("plan train needs a positive token count (--tokens)");
   if (!(req.headroom >= 0 && req.headroom < 0.9)) throw InputError("--headroom must be between 0% and 90%");
@@ -234,17 +235,20 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   if (req.max_gpus < 1 || req.max_gpus > 1'000'000) throw InputError("--max-gpus must be between 1 and 1,000,000");
   if (!(req.global_batch_tokens >= double(req.base.seq))) throw InputError("--global-batch must hold at least one sequence");
   if (req.base.lora.rank > 0) throw InputError("plan train searches full training; LoRA is not in the search");
+}
 
-  // Devices and their cheapest offering per instance size (the same time at a higher price never wins).
-  struct DeviceChoice {
-    const Device* device;
-    const Offering* offering;
-    double per_gpu_hour;
-    double peak;
-    double mfu;
-    double usable;
-    double intra_node, inter_node;  // one-way bytes/s per GPU inside a node and between nodes (parallel.h)
-  };
+// A device with one of its offerings (the cheapest per instance size: the same time at a higher price never wins).
+struct DeviceChoice {
+  const Device* device;
+  const Offering* offering;
+  double per_gpu_hour;
+  double peak;
+  double mfu;
+  double usable;
+  double intra_node, inter_node;  // one-way bytes/s per GPU inside a node and between nodes (parallel.h)
+};
+
+inline std::vector<DeviceChoice> device_choices(const TrainingPlanRequest& req, const Catalog& cat) {
   const ComputeFormat format = compute_format(req.base.precision);
   std::vector<DeviceChoice> choices;
   for (const auto& d : cat.devices) {
@@ -267,138 +271,130 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     }
   }
   for (const auto& g : req.gpus) cat.get(g);  // unknown ids are usage errors
-  if (choices.empty())
-    throw InputError("no priced offering matches (--gpu/--provider/--spot): nothing to plan on");
+  if (choices.empty()) throw InputError("no priced offering matches (--gpu/--provider/--spot): nothing to plan on");
+  return choices;
+}
 
-  TrainingPlan plan;
-  const double tokens = double(req.tokens.in(unit::tokens));
-  const double seq = double(req.base.seq);
-  const double h = double(s.hidden), c_bytes = recipe_of(req.base.precision).compute;
-  std::array<Flops, 3> hw_flops{};
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-    const TrainingFlops f = training_flops(s, req.tokens, req.base.seq, r);
-    hw_flops[static_cast<int>(r)] = f.hardware;
-    plan.model_flops = f.model;
-  }
-  const TrainingMemoryScreen screen(s, req.base);
-  const PrecisionRecipe pr = recipe_of(req.base.precision);
-  const double params = double(count_params(s).total.in(unit::params));
-  const double moe_layers = double(s.moe_layer_count());
-
-  // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
-  // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
-  // optimism (candidates the full estimate drops): 24 per row, at least 64 — verification then runs ~top times.
-  const std::size_t keep = std::size_t(std::max(64, req.top * 24));
-  auto worse = [&](const TrainingCandidate& a, const TrainingCandidate& b) {
-    return detail::ranks_before(a, b, req.objective);
-  };
-  std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)> heap(worse);
-
+// The search space: powers-of-two GPU counts × tp (inside a node of 8) × pp × ep (MoE) × micro-batch × ZeRO ×
+// recomputation × optimizer offload; micro-batches per step follow from the global batch. Calls f(layout, tokens
+// per micro-batch step over all data-parallel ranks).
+template <class F>
+void for_each_layout(const ModelSpec& s, const TrainingPlanRequest& req, F&& f) {
   const std::int64_t max_node = 8;  // tensor parallelism stays inside an NVLink domain of 8 (HGX boards)
-  for (std::int64_t n : detail::powers_of_two(req.max_gpus)) {
+  const double seq = double(req.base.seq);
+  for (std::int64_t n : powers_of_two(req.max_gpus))
     for (std::int64_t tp : {1, 2, 4, 8}) {
       if (tp > n || tp > max_node || s.heads % tp || s.kv_heads % tp || s.intermediate % tp) continue;
       if (s.moe.experts > 0 && s.moe.intermediate % tp) continue;
       for (std::int64_t pp = 1; tp * pp <= n && pp <= s.layers; pp *= 2) {
         const std::int64_t dp = n / (tp * pp);
-        for (std::int64_t ep = 1; ep <= dp; ep *= 2) {
         // Expert parallelism (MoE only): experts spread over ep of the data-parallel ranks.
-        if (ep > 1 && (s.moe.experts == 0 || s.moe.experts % ep != 0)) break;
-        for (std::int64_t mb : {1, 2, 4, 8, 16}) {
-          // Micro-batches per step for the global batch; a layout whose one step already overshoots it is out.
-          const double per_step = double(mb) * seq * double(dp);
-          if (per_step > req.global_batch_tokens * 1.0001) continue;
-          const std::int64_t m = std::max<std::int64_t>(1, std::llround(req.global_batch_tokens / per_step));
-          for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
-            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-              for (Offload off : {Offload::none, Offload::cpu}) {
-                if (off != Offload::none && zero == 0) continue;  // ZeRO-Offload works on ZeRO's partitions
-                TrainingLayout L{n, tp, pp, zero, mb, m, ep, rc, off};
-                const double bytes = screen.lower_bound(L);
-                ++plan.layouts;
-                // Time: the hardware FLOPs at the device's MFU, plus the pipeline bubble, plus communication that
-                // does not hide behind compute (TP all-reduces; DP collectives beyond the backward pass).
-                const double steps = tokens / (per_step * double(m));
-                const double bubble = pp > 1 ? double(pp - 1) / double(m) : 0.0;
-                // Traffic per step (parallel.h), for the first stage's layers.
-                const double tokens_mb = double(mb) * seq;
-                const double tp_bytes = tensor_parallel_bytes(tp, double(m), std::ceil(double(s.layers) / double(pp)),
-                                                              rc == Recompute::full, tokens_mb, h, c_bytes);
-                const double ep_bytes = expert_parallel_bytes(ep, double(m), moe_layers / double(pp), tokens_mb,
-                                                              double(s.moe.experts_per_token), h, c_bytes);
-                const double local = params / double(tp * pp);
-                const double dp_bytes = data_parallel_bytes(dp, zero, local, pr.weight, pr.grad);
-                for (const auto& ch : choices) {
-                  ++plan.evaluated;
-                  if (bytes > ch.usable) continue;
-                  const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
-                  if (tp > node) continue;
-                  // Beyond one instance only multi-GPU instances (4+), the kind sold with cluster networking.
-                  if (n > node && node < 4) continue;
-                  // A group spans nodes by its extent (parallel.h group_spans_nodes): tp, tp·ep, tp·dp.
-                  const double nvlink = ch.intra_node, network = ch.inter_node;
-                  const double dp_bw = (tp * dp > node) ? network : nvlink;
-                  const double ep_bw = (tp * ep > node) ? network : nvlink;
-                  const double offload_step =
-                      off != Offload::none ? local / double(zero >= 1 ? dp : 1) * offload_seconds_per_param : 0.0;
-                  const RunTime rt = run_time(hw_flops[static_cast<int>(rc)].in(unit::flop), double(n), ch.peak, ch.mfu,
-                                              bubble, steps, tp_bytes / nvlink + ep_bytes / ep_bw, dp_bytes / dp_bw,
-                                              offload_step);
-                  TrainingCandidate c;
-                  c.device = ch.device;
-                  c.offering = ch.offering;
-                  c.layout = L;
-                  c.screen_bytes = bytes;
-                  c.compute_seconds = rt.compute;
-                  c.bubble_seconds = rt.bubble;
-                  c.exposed_comm_seconds = rt.exposed;
-                  c.mfu = ch.mfu;
-                  c.time = Seconds(rt.total());
-                  c.instances = (n + node - 1) / node;
-                  c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
-                  c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);
-                  if (req.deadline && c.time > *req.deadline) continue;
-                  if (req.budget && c.cost > *req.budget) continue;
-                  ++plan.candidates;
-                  if (heap.size() < keep) heap.push(std::move(c));
-                  else if (worse(c, heap.top())) {
-                    heap.pop();
-                    heap.push(std::move(c));
-                  }
+        for (std::int64_t ep = 1; ep <= dp; ep *= 2) {
+          if (ep > 1 && (s.moe.experts == 0 || s.moe.experts % ep != 0)) break;
+          for (std::int64_t mb : {1, 2, 4, 8, 16}) {
+            // Micro-batches per step for the global batch; a layout whose one step already overshoots it is out.
+            const double per_step = double(mb) * seq * double(dp);
+            if (per_step > req.global_batch_tokens * 1.0001) continue;
+            const std::int64_t m = std::max<std::int64_t>(1, std::llround(req.global_batch_tokens / per_step));
+            for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
+              for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
+                for (Offload off : {Offload::none, Offload::cpu}) {
+                  if (off != Offload::none && zero == 0) continue;  // ZeRO-Offload works on ZeRO's partitions
+                  f(TrainingLayout{n, tp, pp, zero, mb, m, ep, rc, off}, per_step);
                 }
-              }
-            }
           }
-        }
         }
       }
     }
-  }
+}
 
-  std::vector<TrainingCandidate> ranked;
-  while (!heap.empty()) {
-    ranked.push_back(heap.top());
-    heap.pop();
-  }
-  std::reverse(ranked.begin(), ranked.end());
-  // Verify with the full estimator, best first; one setup per (device, GPU count) so the list shows alternatives.
+// What a layout asks of any device: steps, the pipeline bubble, and its traffic per step (parallel.h), for the
+// first stage's layers.
+struct LayoutWork {
+  double steps = 0, bubble = 0, tp_bytes = 0, ep_bytes = 0, dp_bytes = 0, local_params = 0;
+};
+
+// The model's figures the work depends on, counted once per plan.
+struct ModelTotals {
+  double params = 0, moe_layers = 0;
+  explicit ModelTotals(const ModelSpec& s)
+      : params(double(count_params(s).total.in(unit::params))), moe_layers(double(s.moe_layer_count())) {}
+};
+
+inline LayoutWork layout_work(const ModelSpec& s, const ModelTotals& totals, const TrainingPlanRequest& req,
+                              const TrainingLayout& L, double per_step) {
+  const PrecisionRecipe pr = recipe_of(req.base.precision);
+  const double tokens_mb = double(L.micro_batch) * double(req.base.seq), h = double(s.hidden);
+  LayoutWork k;
+  k.steps = double(req.tokens.in(unit::tokens)) / (per_step * double(L.grad_accum));
+  k.bubble = L.pp > 1 ? double(L.pp - 1) / double(L.grad_accum) : 0.0;
+  k.tp_bytes = tensor_parallel_bytes(L.tp, double(L.grad_accum), std::ceil(double(s.layers) / double(L.pp)),
+                                     L.recompute == Recompute::full, tokens_mb, h, pr.compute);
+  k.ep_bytes = expert_parallel_bytes(L.ep, double(L.grad_accum), totals.moe_layers / double(L.pp), tokens_mb,
+                                     double(s.moe.experts_per_token), h, pr.compute);
+  k.local_params = totals.params / double(L.tp * L.pp);
+  k.dp_bytes = data_parallel_bytes(L.dp(), int(L.zero), k.local_params, pr.weight, pr.grad);
+  return k;
+}
+
+// The layout on one device's offering: time (hardware FLOPs at the MFU, the bubble, communication that does not
+// hide behind compute, the host optimizer step under offload) and cost in whole instances; none when the screen
+// says it cannot fit or the offering cannot host it.
+inline std::optional<TrainingCandidate> price_layout(const TrainingLayout& L, double screen_bytes, const LayoutWork& k,
+                                                     const DeviceChoice& ch, double hardware_flops) {
+  if (screen_bytes > ch.usable) return std::nullopt;
+  const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
+  if (L.tp > node) return std::nullopt;
+  if (L.gpus > node && node < 4) return std::nullopt;  // beyond one instance: multi-GPU instances (4+) only
+  // A group spans nodes by its extent (parallel.h group_spans_nodes): tp, tp·ep, tp·dp.
+  const double nvlink = ch.intra_node, network = ch.inter_node;
+  const double dp_bw = (L.tp * L.dp() > node) ? network : nvlink;
+  const double ep_bw = (L.tp * L.ep > node) ? network : nvlink;
+  const double offload_step =
+      L.offload != Offload::none ? k.local_params / double(L.zero >= 1 ? L.dp() : 1) * offload_seconds_per_param : 0.0;
+  const RunTime rt = run_time(hardware_flops, double(L.gpus), ch.peak, ch.mfu, k.bubble, k.steps,
+                              k.tp_bytes / nvlink + k.ep_bytes / ep_bw, k.dp_bytes / dp_bw, offload_step);
+  TrainingCandidate c;
+  c.device = ch.device;
+  c.offering = ch.offering;
+  c.layout = L;
+  c.screen_bytes = screen_bytes;
+  c.compute_seconds = rt.compute;
+  c.bubble_seconds = rt.bubble;
+  c.exposed_comm_seconds = rt.exposed;
+  c.mfu = ch.mfu;
+  c.time = Seconds(rt.total());
+  c.instances = (L.gpus + node - 1) / node;
+  c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
+  c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);
+  return c;
+}
+
+inline TrainingWorkload layout_workload(const TrainingWorkload& base, const TrainingLayout& L) {
+  TrainingWorkload w = base;
+  w.gpus = L.gpus;
+  w.tp = L.tp;
+  w.pp = L.pp;
+  w.ep = L.ep;
+  w.zero = int(L.zero);
+  w.batch = L.micro_batch;
+  w.grad_accum = L.grad_accum;
+  w.recompute = L.recompute;
+  w.offload_optimizer = L.offload;
+  w.offload_params = L.offload != Offload::none && L.zero == 3 ? Offload::cpu : Offload::none;
+  return w;
+}
+
+// Verification: the full estimator, best first, until `top` setups fit with the headroom; one per (device, GPU
+// count) so the list shows alternatives.
+inline void verify_candidates(const ModelSpec& s, const TrainingPlanRequest& req, std::vector<TrainingCandidate> ranked,
+                              TrainingPlan& plan) {
   std::vector<std::pair<const Device*, std::int64_t>> seen;
   for (auto& c : ranked) {
     if (int(plan.best.size()) >= req.top) break;
     const std::pair<const Device*, std::int64_t> key{c.device, c.layout.gpus};
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    TrainingWorkload w = req.base;
-    w.gpus = c.layout.gpus;
-    w.tp = c.layout.tp;
-    w.pp = c.layout.pp;
-    w.ep = c.layout.ep;
-    w.zero = int(c.layout.zero);
-    w.batch = c.layout.micro_batch;
-    w.grad_accum = c.layout.grad_accum;
-    w.recompute = c.layout.recompute;
-    w.offload_optimizer = c.layout.offload;
-    w.offload_params = c.layout.offload != Offload::none && c.layout.zero == 3 ? Offload::cpu : Offload::none;
-    const TrainingEstimate e = estimate_training_memory(s, w);
+    const TrainingEstimate e = estimate_training_memory(s, layout_workload(req.base, c.layout));
     ++plan.verified;
     if (e.memory.total.in(unit::bytes) > c.device->capacity().in(unit::bytes) * (1 - req.headroom)) {
       ++plan.rejected;
@@ -409,7 +405,10 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     seen.push_back(key);
     plan.best.push_back(c);
   }
-  auto& as = plan.assumptions;
+}
+
+inline std::vector<std::string> training_plan_assumptions(const TrainingPlanRequest& req, const TrainingPlan& plan) {
+  std::vector<std::string> as;
   as.push_back("search: powers-of-two GPU counts up to " + std::to_string(req.max_gpus) +
                "; tp 1–8 inside a node; pp powers of two; expert parallelism (MoE) powers of two; ZeRO 0–3; micro-batch 1–16; recompute none/selective/full; "
                "optimizer offload to CPU; the cheapest offering per instance size");
@@ -431,6 +430,56 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
                                   "name TPUs, Trainium or Gaudi with --gpu to include them"
                                 : "accelerators: the --gpu list; TPU, Trainium and Gaudi memory follows the PyTorch CUDA "
                                   "profile, not their own runtimes");
+  return as;
+}
+
+}  // namespace detail
+
+// Search space → screen (closed form, every layout × offering) → the best candidates by the objective →
+// verification by the full estimator → the plan.
+inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest& req, const Catalog& cat) {
+  validate(s);
+  detail::validate(req);
+  const std::vector<detail::DeviceChoice> choices = detail::device_choices(req, cat);
+  TrainingPlan plan;
+  std::array<double, 3> hw_flops{};
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    const TrainingFlops f = training_flops(s, req.tokens, req.base.seq, r);
+    hw_flops[static_cast<int>(r)] = f.hardware.in(unit::flop);
+    plan.model_flops = f.model;
+  }
+  const TrainingMemoryScreen screen(s, req.base);
+  const detail::ModelTotals totals(s);
+
+  // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
+  // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
+  // optimism (candidates the full estimate drops): 24 per row, at least 64 — verification then runs ~top times.
+  const std::size_t keep = std::size_t(std::max(64, req.top * 24));
+  auto worse = [&](const TrainingCandidate& a, const TrainingCandidate& b) {
+    return detail::ranks_before(a, b, req.objective);
+  };
+  std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)> heap(worse);
+  detail::for_each_layout(s, req, [&](const TrainingLayout& L, double per_step) {
+    const double bytes = screen.lower_bound(L);
+    ++plan.layouts;
+    const detail::LayoutWork work = detail::layout_work(s, totals, req, L, per_step);
+    for (const auto& ch : choices) {
+      ++plan.evaluated;
+      auto c = detail::price_layout(L, bytes, work, ch, hw_flops[static_cast<int>(L.recompute)]);
+      if (!c || (req.deadline && c->time > *req.deadline) || (req.budget && c->cost > *req.budget)) continue;
+      ++plan.candidates;
+      if (heap.size() < keep) heap.push(std::move(*c));
+      else if (worse(*c, heap.top())) {
+        heap.pop();
+        heap.push(std::move(*c));
+      }
+    }
+  });
+  std::vector<TrainingCandidate> ranked;
+  for (; !heap.empty(); heap.pop()) ranked.push_back(heap.top());
+  std::reverse(ranked.begin(), ranked.end());
+  detail::verify_candidates(s, req, std::move(ranked), plan);
+  plan.assumptions = detail::training_plan_assumptions(req, plan);
   return plan;
 }
 

@@ -84,28 +84,245 @@ inline KvDtype default_kv_dtype(Precision p) {
   return p == Precision::fp32 ? KvDtype::fp32 : p == Precision::fp16 ? KvDtype::fp16 : KvDtype::bf16;
 }
 
-namespace detail {
-template <class Cached>
-double sequence_kv(double kv_layer_tok, double tokens, Cached cached, std::int64_t first, std::int64_t last) {
+// Tokens a layer's cache holds for a sequence of `tokens`: sliding-window layers keep window − 1 (transformers
+// DynamicSlidingWindowLayer; vLLM and llama.cpp likewise keep the window).
+inline double kv_cached_tokens(const ModelSpec& s, std::int64_t layer, double tokens) {
+  return s.is_sliding_layer(layer) ? std::min(tokens, double(s.sliding_window - 1)) : tokens;
+}
+
+// KV bytes of one sequence over layers [first, last).
+inline double sequence_kv(const ModelSpec& s, double kv_layer_tok, double tokens, std::int64_t first, std::int64_t last) {
   double bytes = 0;
-  for (std::int64_t l = first; l < last; ++l) bytes += cached(l, tokens) * kv_layer_tok;
+  for (std::int64_t l = first; l < last; ++l) bytes += kv_cached_tokens(s, l, tokens) * kv_layer_tok;
   return bytes;
 }
+
+// The tensors of serving one batch, per GPU: weights, the KV cache at its moments, the prefill working set.
+struct InferenceTensors {
+  WeightBytes wb;
+  double c = 2;              // activation element bytes
+  double b = 0, sp = 0, h = 0;
+  double weights = 0;        // per GPU
+  double len = 0;            // KV tokens per sequence to plan for
+  double kv_layer_tok = 0;   // KV bytes per token per layer, per GPU
+  double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
+  double chunk = 0;          // prompt tokens processed at once
+  double ffn_width = 0, ffn_live = 0;
+  double prefill_tok = 0;    // prefill working set per prompt token at a layer's widest point
+  double scores = 0;         // materialised attention scores (eager / math), bytes
+  detail::AttentionKernel kernel = detail::AttentionKernel::flash;
+  double logits = 0;         // last-position logits and generate's fp32 copy
+  double workspace = 0;      // cuBLAS workspaces
+  bool latent = false;       // MLA's latent cache (vLLM)
+};
+
+namespace detail {
+
+// KV tokens per sequence and the cache's bytes after prefill, at the end, and its largest layer.
+inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const InferenceWorkload& w, KvDtype kv) {
+  // HF generate feeds the prompt, then each new token but the last (prompt + new − 1); engines plan for prompt +
+  // new; --context overrides both.
+  const bool hf = w.profile == Profile::pytorch || w.profile == Profile::none;
+  t.len = w.context ? double(*w.context) : t.sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - (hf ? 1.0 : 0.0);
+  // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated.
+  t.latent = s.mla_enabled && w.profile == Profile::vllm;
+  double kv_split = double(w.tp);
+  if (!t.latent && !s.mla_enabled && s.kv_heads < w.tp) kv_split = double(s.kv_heads);
+  if (t.latent) kv_split = 1;
+  t.kv_layer_tok = kv_elements_per_token_per_layer(s, t.latent) * kv_bytes_per_element(kv) / kv_split;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    // During prefill a sliding layer still holds the whole prompt; it is cropped at the first decode step.
+    t.kv_after_prefill += t.b * std::min(t.sp, t.len) * t.kv_layer_tok;
+    t.kv_final += t.b * kv_cached_tokens(s, l, t.len) * t.kv_layer_tok;
+    t.kv_layer_max = std::max(t.kv_layer_max, t.b * kv_cached_tokens(s, l, t.len) * t.kv_layer_tok);
+  }
+}
+
+// Prefill working set per prompt token at the widest point of a layer (no autograd, one layer at a time): the
+// residual stream and the normalised input (c·h each), the fp32 RMSNorm upcast freed just before (4h), and in the
+// FFN the up projection, the activation and the product (3·c·i for gated FFNs, 2·c·i plain).
+inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const InferenceWorkload& w) {
+  const double tp = double(w.tp);
+  t.chunk = w.chunked_prefill > 0 ? std::min(t.sp, double(w.chunked_prefill)) : t.sp;
+  t.ffn_width = double(s.intermediate);
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    if (s.is_moe_layer(l)) t.ffn_width = std::max(t.ffn_width, double(s.moe.intermediate * s.moe.experts_per_token));
+  // GPT-2's NewGELU is a chain of pointwise ops: input, cube term, tanh and output coexist (4·c·i).
+  t.ffn_live = (s.mlp == MlpKind::gated ? 3.0 : s.activation == "gelu_new" ? 4.0 : 2.0) * t.c * t.ffn_width / tp;
+  t.prefill_tok = t.ffn_live + 2.0 * t.c * t.h + 4.0 * t.h;
+  // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): HF eager keeps
+  // the scaled scores, the masked scores, the fp32 softmax and its 16-bit cast (3 c + 4 B per element; measured on
+  // H200: Llama-3.2-1B b4 s4096 prefill holds 10.0 B per score element at its peak); SDPA's math fallback the
+  // scores and the softmax output.
+  t.kernel = sdpa_backend(s, w.attention, t.c);
+  if (t.kernel == AttentionKernel::eager) t.scores = t.b * double(s.heads) / tp * t.chunk * t.sp * (3.0 * t.c + 4.0);
+  if (t.kernel == AttentionKernel::math) t.scores = t.b * double(s.heads) / tp * t.chunk * t.sp * (t.c + 4.0);
+}
+
 }  // namespace detail
+
+inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWorkload& w, WeightFormat format,
+                                          KvDtype kv) {
+  InferenceTensors t;
+  t.c = w.precision == Precision::fp32 || w.precision == Precision::amp_bf16 ? 4.0 : 2.0;
+  t.b = double(w.batch);
+  t.sp = double(w.prompt_len);
+  t.h = double(s.hidden);
+  // Tensor parallelism splits every layer's weights and the head across the GPUs (Megatron-style column/row
+  // parallel linears, vocabulary-parallel embedding and head).
+  t.wb = weight_bytes(s, format, w.group_size);
+  t.weights = t.wb.total().in(unit::bytes) / double(w.tp);
+  detail::kv_cache_tensors(t, s, w, kv);
+  detail::prefill_tensors(t, s, w);
+  t.logits = t.b * double(s.vocab) * (t.c + 4.0);  // last-position logits (logits_to_keep = 1) and an fp32 copy
+  t.workspace = w.profile == Profile::pytorch ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;
+  return t;
+}
+
+// HF generate's moments: the last layer of prefill, the logits, a decode step's cache append.
+inline std::vector<Moment> generate_moments(const InferenceTensors& t, const InferenceWorkload& w) {
+  std::vector<Moment> moments;
+  auto add = [&](const char* phase, const char* what, double kv, double acts, double lg) {
+    MemoryComponents m;
+    m.weights = Bytes(t.weights);
+    m.kv_cache = Bytes(kv);
+    m.activations = Bytes(acts);
+    m.logits = Bytes(lg);
+    m.overhead = Bytes(t.workspace);
+    moments.push_back(Moment{phase, what, m});
+  };
+  add("prefill", "last layer", t.kv_after_prefill, t.b * t.chunk * t.prefill_tok + t.scores, 0);
+  add("prefill", "logits", t.kv_after_prefill, t.b * t.chunk * t.c * t.h, t.logits);
+  // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
+  add("decode", "cache append", t.kv_final, t.kv_layer_max, t.logits);
+  // The replay does not see every small tensor generate makes; measured over the calibration inference cases the
+  // reserve is at least half the final cache (torch.cat growth leaves blocks one token too short) plus the caching
+  // share of the working set, so that is its floor.
+  if (w.profile == Profile::pytorch && w.new_tokens > 1)
+    for (auto& m : moments) m.new_segment = Bytes(0.5 * t.kv_final);
+  return moments;
+}
+
+namespace detail {
+
+using Id = AllocationTimeline::Id;
+
+// One prefill layer: norm, projections and rotary embeddings (the cache keeps the rotated k and v), attention,
+// the output projection, the second norm and the FFN. Leaves the layer's keys and values allocated.
+inline Id prefill_layer(AllocationTimeline& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id resid,
+                        Id& key, Id& value) {
+  const double c = t.c, h = t.h, kv_half = t.kv_layer_tok / 2, q_dim = double(s.q_dim());
+  Id up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
+  Id normed = A.malloc(c * h * tok);
+  A.free(up32);
+  const Id q0 = A.malloc(c * q_dim * tok);
+  const Id k0 = A.malloc(kv_half * tok);
+  value = A.malloc(kv_half * tok);
+  A.free(normed);
+  const Id q = A.malloc(c * q_dim * tok);
+  key = A.malloc(kv_half * tok);
+  A.free(q0);
+  A.free(k0);
+  Id sc = AllocationTimeline::none, sc2 = AllocationTimeline::none;
+  std::vector<Id> rep;  // math repeats k and v to every head and scales a copy of q
+  if (t.scores > 0) {
+    for (int k = 0; k < (t.kernel == AttentionKernel::math ? 3 : 0); ++k) rep.push_back(A.malloc(c * q_dim * tok));
+    // eager: 16-bit scores and masked scores, then fp32 softmax and its cast (math: c + 4)
+    const bool eager = t.kernel == AttentionKernel::eager;
+    const double parts = eager ? 3.0 * c + 4.0 : c + 4.0;
+    sc = A.malloc(t.scores * (eager ? 2.0 * c : c) / parts);
+    sc2 = A.malloc(t.scores * (eager ? c + 4.0 : 4.0) / parts);
+  }
+  const Id o = A.malloc(c * q_dim * tok);
+  A.free(sc);
+  A.free(sc2);
+  for (Id x : rep) A.free(x);
+  A.free(q);
+  const Id attn = A.malloc(c * h * tok);
+  A.free(o);
+  const Id r1 = A.malloc(c * h * tok);
+  A.free(attn);
+  A.free(resid);
+  up32 = A.malloc(4.0 * h * tok);
+  normed = A.malloc(c * h * tok);
+  A.free(up32);
+  const int parts = s.mlp == MlpKind::gated ? 3 : 2;
+  std::vector<Id> ffn;
+  for (int k = 0; k < parts; ++k) ffn.push_back(A.malloc(t.ffn_live / double(parts) * tok));
+  A.free(normed);
+  const Id down = A.malloc(c * h * tok);
+  for (Id x : ffn) A.free(x);
+  const Id out = A.malloc(c * h * tok);
+  A.free(down);
+  A.free(r1);
+  return out;
+}
+
+}  // namespace detail
+
+// HF generate as the caching allocator sees it: weights, prefill layer by layer, then each decode step growing every
+// layer's cache with torch.cat (a new tensor one token longer, the old one freed).
+inline AllocationTimeline generate_allocations(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t) {
+  using Id = AllocationTimeline::Id;
+  const double tp = double(w.tp);
+  AllocationTimeline A;
+  A.malloc(t.wb.embedding.in(unit::bytes) / tp);
+  for (const Bytes& l : t.wb.per_layer) A.malloc(l.in(unit::bytes) / tp);
+  A.malloc(t.wb.output.in(unit::bytes) / tp);
+  A.malloc(t.workspace / 2);
+  A.malloc(t.workspace / 2);
+  const auto L = static_cast<std::size_t>(s.layers);
+  std::vector<Id> keys(L), values(L);
+  A.phase = AllocationTimeline::Phase::forward;  // prefill
+  Id resid = A.malloc(t.c * t.h * (t.b * t.chunk));
+  for (std::size_t i = 0; i < L; ++i) resid = detail::prefill_layer(A, s, t, t.b * t.chunk, resid, keys[i], values[i]);
+  Id lg = A.malloc(t.logits);
+  A.free(resid);
+  // Decode: each step appends one token to every layer's cache; sliding layers are cropped to window − 1. Long
+  // generations replay their first and last 32 steps and jump the middle in one step (the pattern of freed and
+  // requested blocks repeats), so the replay stays a few thousand events.
+  A.phase = AllocationTimeline::Phase::backward;  // (decode)
+  std::vector<double> len(L, t.sp);
+  const double kv_half = t.kv_layer_tok / 2;
+  constexpr std::int64_t kEdge = 32;
+  for (std::int64_t step = 1; step < w.new_tokens; ++step) {
+    double grow = 1;
+    if (w.new_tokens > 2 * kEdge && step == kEdge) {
+      grow = double(w.new_tokens - 2 * kEdge);
+      step += w.new_tokens - 2 * kEdge - 1;
+    }
+    const Id x = A.malloc(t.c * t.h * t.b);
+    for (std::size_t i = 0; i < L; ++i) {
+      const auto l = static_cast<std::int64_t>(i);
+      const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
+      const Id k2 = A.malloc(kv_half * t.b * n);
+      A.free(keys[i]);
+      keys[i] = k2;
+      const Id v2 = A.malloc(kv_half * t.b * n);
+      A.free(values[i]);
+      values[i] = v2;
+      len[i] = n;
+    }
+    A.free(lg);
+    lg = A.malloc(t.logits);
+    A.free(x);
+  }
+  return A;
+}
 
 // vLLM: the engine claims gpu_memory_utilization of the device; what the weights, the profiled activation peak,
 // CUDA graphs and the CUDA context leave becomes KV blocks of 16 tokens (vllm/worker gpu_worker
 // determine_num_available_blocks). Without a device: what the batch needs.
-template <class Cached>
-InferenceEstimate detail_vllm(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w, double weights,
-                              double kv_layer_tok, double context, double prefill_tok, Cached cached) {
+inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
+                                       const InferenceTensors& t) {
+  const double weights = t.weights, kv_layer_tok = t.kv_layer_tok, context = t.len;
   const double bs = double(VllmProfile::block_size);
   // Paged allocation: each sequence holds whole blocks.
   const double per_seq_tokens = std::ceil(context / bs) * bs;
-  const double per_seq = detail::sequence_kv(kv_layer_tok, per_seq_tokens, cached, 0, s.layers);
+  const double per_seq = sequence_kv(s, kv_layer_tok, per_seq_tokens, 0, s.layers);
   // Profiling run: max_num_batched_tokens through the model at once, plus fp32 logits for max_num_seqs rows.
   const double profile_tokens = double(w.chunked_prefill > 0 ? w.chunked_prefill : VllmProfile::default_max_num_batched_tokens);
-  const double activations = profile_tokens * prefill_tok + double(VllmProfile::default_max_num_seqs) * double(s.vocab) * 4.0;
+  const double activations = profile_tokens * t.prefill_tok + double(VllmProfile::default_max_num_seqs) * double(s.vocab) * 4.0;
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double ctx = PytorchProfile::cuda_context.in(unit::bytes);
   MemoryComponents m;
@@ -116,7 +333,7 @@ InferenceEstimate detail_vllm(InferenceEstimate est, const ModelSpec& s, const I
     const double budget = w.gpu_memory_utilization * w.device_memory->in(unit::bytes);
     const double pool = budget - weights - activations - graphs - ctx;
     est.serving.kv_pool = Bytes(std::max(0.0, pool));
-    const double block_bytes = detail::sequence_kv(kv_layer_tok, bs, cached, 0, s.layers);
+    const double block_bytes = sequence_kv(s, kv_layer_tok, bs, 0, s.layers);
     est.serving.kv_blocks = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / block_bytes)) : 0;
     // vLLM's "Maximum concurrency for N tokens per request": blocks × block_size / N (full-attention layers).
     est.serving.max_concurrency = double(*est.serving.kv_blocks) * bs / context;
@@ -137,18 +354,18 @@ InferenceEstimate detail_vllm(InferenceEstimate est, const ModelSpec& s, const I
 
 // llama.cpp: the first n layers' weights and KV on the GPU (-ngl), the output layer too when every layer is,
 // token embeddings always in host memory; a compute buffer for one micro-batch.
-template <class Cached>
-InferenceEstimate detail_llama_cpp(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
-                                   const WeightBytes& wb, double kv_layer_tok, double context, double ffn_width,
-                                   Cached cached) {
+inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
+                                            const InferenceTensors& t) {
+  const WeightBytes& wb = t.wb;
+  const double kv_layer_tok = t.kv_layer_tok, context = t.len, ffn_width = t.ffn_width;
   const std::int64_t n = std::min<std::int64_t>(s.layers, w.gpu_layers.value_or(s.layers));
   const double tp = double(w.tp);
   double gpu_w = 0, host_w = wb.embedding.in(unit::bytes);
   for (std::int64_t l = 0; l < s.layers; ++l) (l < n ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
   (n == s.layers ? gpu_w : host_w) += wb.output.in(unit::bytes);
   const double b = double(w.batch);
-  const double gpu_kv = b * detail::sequence_kv(kv_layer_tok, context, cached, 0, n);
-  const double host_kv = b * detail::sequence_kv(kv_layer_tok, context, cached, n, s.layers);
+  const double gpu_kv = b * sequence_kv(s, kv_layer_tok, context, 0, n);
+  const double host_kv = b * sequence_kv(s, kv_layer_tok, context, n, s.layers);
   // Compute buffer (flash attention on): logits of one micro-batch in fp32 and its widest activations, an
   // approximation of ggml's graph allocator (gguf-parser computes it op by op).
   const double ub = double(LlamaCppProfile::n_ubatch);
@@ -172,190 +389,22 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
   validate(s);
   validate(w);
   const bool pytorch = w.profile == Profile::pytorch;
-  const double c = w.precision == Precision::fp32 || w.precision == Precision::amp_bf16 ? 4.0 : 2.0;
-  const double tp = double(w.tp);
   const ParamCounts counts = count_params(s);
   InferenceEstimate est;
   est.params = counts.total;
   est.active_params = counts.active;
   est.weights = w.weights.value_or(default_weight_format(w.precision));
   est.kv = w.kv.value_or(default_kv_dtype(w.precision));
-  const double b = double(w.batch), sp = double(w.prompt_len);
-  const double h = double(s.hidden), V = double(s.vocab);
-  // Tensor parallelism splits every layer's weights and the head across the GPUs (Megatron-style column/row
-  // parallel linears, vocabulary-parallel embedding and head).
-  const WeightBytes wb = weight_bytes(s, est.weights, w.group_size);
-  const double weights = wb.total().in(unit::bytes) / tp;
-  est.weight_bytes = Bytes(weights);
+  const InferenceTensors t = inference_tensors(s, w, est.weights, est.kv);
+  est.weight_bytes = Bytes(t.weights);
+  est.context_tokens = static_cast<std::int64_t>(t.len);
+  est.kv_bytes_per_token = Bytes(t.kv_layer_tok * double(s.layers));
+  if (w.profile == Profile::vllm) return vllm_estimate(est, s, w, t);
+  if (w.profile == Profile::llama_cpp) return llama_cpp_estimate(est, s, w, t);
 
-  // KV tokens per sequence: HF generate feeds the prompt, then each new token but the last (prompt + new − 1);
-  // engines plan for prompt + new; --context overrides both.
-  const bool hf = pytorch || w.profile == Profile::none;
-  const double len = w.context ? double(*w.context)
-                               : sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - (hf ? 1.0 : 0.0);
-  est.context_tokens = static_cast<std::int64_t>(len);
-  // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated.
-  const bool latent = s.mla_enabled && w.profile == Profile::vllm;
-  double kv_split = tp;
-  if (!latent && !s.mla_enabled && s.kv_heads < w.tp) kv_split = double(s.kv_heads);
-  if (latent) kv_split = 1;
-  const double kv_layer_tok = kv_elements_per_token_per_layer(s, latent) * kv_bytes_per_element(est.kv) / kv_split;
-  est.kv_bytes_per_token = Bytes(kv_layer_tok * double(s.layers));
-  // Sliding-window layers keep window − 1 tokens (transformers DynamicSlidingWindowLayer; vLLM and llama.cpp
-  // likewise keep the window).
-  auto cached = [&](std::int64_t l, double tokens) {
-    return s.is_sliding_layer(l) ? std::min(tokens, double(s.sliding_window - 1)) : tokens;
-  };
-  double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
-  for (std::int64_t l = 0; l < s.layers; ++l) {
-    // During prefill a sliding layer still holds the whole prompt; it is cropped at the first decode step.
-    kv_after_prefill += b * std::min(sp, len) * kv_layer_tok;
-    kv_final += b * cached(l, len) * kv_layer_tok;
-    kv_layer_max = std::max(kv_layer_max, b * cached(l, len) * kv_layer_tok);
-  }
-  // Prompt tokens processed at once: the whole prompt, or one chunk (--chunked-prefill).
-  const double chunk = w.chunked_prefill > 0 ? std::min(sp, double(w.chunked_prefill)) : sp;
-
-  // Prefill working set per prompt token at the widest point of a layer (no autograd, one layer at a time):
-  // the residual stream and the normalised input (c·h each), the fp32 RMSNorm upcast freed just before (4h),
-  // and in the FFN the up projection, the activation and the product (3·c·i for gated FFNs, 2·c·i plain).
-  double ffn_width = double(s.intermediate);
-  for (std::int64_t l = 0; l < s.layers; ++l)
-    if (s.is_moe_layer(l)) ffn_width = std::max(ffn_width, double(s.moe.intermediate * s.moe.experts_per_token));
-  // GPT-2's NewGELU is a chain of pointwise ops: input, cube term, tanh and output coexist (4·c·i).
-  const double ffn_live = (s.mlp == MlpKind::gated ? 3.0 : s.activation == "gelu_new" ? 4.0 : 2.0) * c * ffn_width / tp;
-  double prefill_tok = ffn_live + 2.0 * c * h + 4.0 * h;
-  // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): scores and
-  // softmax output of one layer, per element.
-  const auto kernel = detail::sdpa_backend(s, w.attention, c);
-  // HF eager: the scaled scores, the masked scores, the fp32 softmax and its 16-bit cast (3 c + 4 B per element;
-  // measured on H200: Llama-3.2-1B b4 s4096 prefill holds 10.0 B per score element at its peak). SDPA's math
-  // fallback: scores and softmax output.
-  double scores = 0;
-  if (kernel == detail::AttentionKernel::eager) scores = b * double(s.heads) / tp * chunk * sp * (3.0 * c + 4.0);
-  if (kernel == detail::AttentionKernel::math) scores = b * double(s.heads) / tp * chunk * sp * (c + 4.0);
-  // Last-position logits (logits_to_keep = 1) and generate's fp32 copy of them.
-  const double logits = b * V * (c + 4.0);
-  const double workspace = pytorch ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;
-
-  if (w.profile == Profile::vllm) return detail_vllm(est, s, w, weights, kv_layer_tok, len, prefill_tok, cached);
-  if (w.profile == Profile::llama_cpp) return detail_llama_cpp(est, s, w, wb, kv_layer_tok, len, ffn_width, cached);
-
-  std::vector<Moment> moments;
-  auto add = [&](const char* phase, const char* what, double kv, double acts, double lg) {
-    MemoryComponents m;
-    m.weights = Bytes(weights);
-    m.kv_cache = Bytes(kv);
-    m.activations = Bytes(acts);
-    m.logits = Bytes(lg);
-    m.overhead = Bytes(workspace);
-    moments.push_back(Moment{phase, what, m});
-  };
-  add("prefill", "last layer", kv_after_prefill, b * chunk * prefill_tok + scores, 0);
-  add("prefill", "logits", kv_after_prefill, b * chunk * c * h, logits);
-  // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
-  add("decode", "cache append", kv_final, kv_layer_max, logits);
-  // The replay below does not see every small tensor generate makes; measured over the calibration inference
-  // cases the reserve is at least half the final cache (torch.cat growth leaves blocks one token too short)
-  // plus the caching share of the working set, so that is its floor.
-  if (pytorch && w.new_tokens > 1)
-    for (auto& m : moments) m.new_segment = Bytes(0.5 * kv_final);
-
-  // --- The caching allocator's reserve: replay generate's allocations (prefill layer by layer, then each decode
-  // step growing every layer's cache with torch.cat: a new tensor one token longer, the old one freed) ---
   std::optional<Bytes> reserve;
-  if (pytorch) {
-    CachingAllocatorModel A;
-    using H = CachingAllocatorModel::Handle;
-    A.malloc(wb.embedding.in(unit::bytes) / tp);
-    for (const Bytes& l : wb.per_layer) A.malloc(l.in(unit::bytes) / tp);
-    A.malloc(wb.output.in(unit::bytes) / tp);
-    A.malloc(workspace / 2);
-    A.malloc(workspace / 2);
-    const double kv_half = kv_layer_tok / 2;  // keys or values, per token
-    std::vector<H> keys(static_cast<std::size_t>(s.layers)), values(static_cast<std::size_t>(s.layers));
-    std::vector<double> len(static_cast<std::size_t>(s.layers), sp);
-    // Prefill.
-    const double tok = b * chunk;
-    H resid = A.malloc(c * h * tok);
-    for (std::int64_t l = 0; l < s.layers; ++l) {
-      const auto i = static_cast<std::size_t>(l);
-      H up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
-      H normed = A.malloc(c * h * tok);
-      A.free(up32);
-      // Projections, then rotary embeddings make new q and k; the cache keeps the rotated k and v themselves.
-      H q0 = A.malloc(c * double(s.q_dim()) * tok);
-      H k0 = A.malloc(kv_half * tok);
-      values[i] = A.malloc(kv_half * tok);
-      A.free(normed);
-      H q = A.malloc(c * double(s.q_dim()) * tok);
-      keys[i] = A.malloc(kv_half * tok);
-      A.free(q0);
-      A.free(k0);
-      H sc = CachingAllocatorModel::none, sc2 = CachingAllocatorModel::none;
-      std::vector<H> rep;  // math repeats k and v to every head and scales a copy of q
-      if (scores > 0)
-        for (int k = 0; k < (kernel == detail::AttentionKernel::math ? 3 : 0); ++k) rep.push_back(A.malloc(c * double(s.q_dim()) * tok));
-      if (scores > 0) {  // eager: 16-bit scores and masked scores, then fp32 softmax and its cast (math: c + 4)
-        const bool eager = kernel == detail::AttentionKernel::eager;
-        const double parts = eager ? 3.0 * c + 4.0 : c + 4.0;
-        sc = A.malloc(scores * (eager ? 2.0 * c : c) / parts);
-        sc2 = A.malloc(scores * (eager ? c + 4.0 : 4.0) / parts);
-      }
-      H o = A.malloc(c * double(s.q_dim()) * tok);
-      A.free(sc);
-      A.free(sc2);
-      for (H x : rep) A.free(x);
-      A.free(q);
-      H attn = A.malloc(c * h * tok);
-      A.free(o);
-      H r1 = A.malloc(c * h * tok);
-      A.free(attn);
-      A.free(resid);
-      up32 = A.malloc(4.0 * h * tok);
-      normed = A.malloc(c * h * tok);
-      A.free(up32);
-      std::vector<H> ffn;
-      for (int k = 0; k < (s.mlp == MlpKind::gated ? 3 : 2); ++k) ffn.push_back(A.malloc(ffn_live / (s.mlp == MlpKind::gated ? 3.0 : 2.0) * tok));
-      A.free(normed);
-      H down = A.malloc(c * h * tok);
-      for (H x : ffn) A.free(x);
-      resid = A.malloc(c * h * tok);
-      A.free(down);
-      A.free(r1);
-    }
-    H lg = A.malloc(logits);
-    A.free(resid);
-    // Decode: each step appends one token to every layer's cache; sliding layers are cropped to window − 1.
-    // Long generations replay their first and last 32 steps and jump the middle in one step (the pattern of
-    // freed and requested blocks repeats), so the replay stays a few thousand events.
-    constexpr std::int64_t kEdge = 32;
-    for (std::int64_t step = 1; step < w.new_tokens; ++step) {
-      double grow = 1;
-      if (w.new_tokens > 2 * kEdge && step == kEdge) {
-        grow = double(w.new_tokens - 2 * kEdge);
-        step += w.new_tokens - 2 * kEdge - 1;
-      }
-      H x = A.malloc(c * h * b);
-      for (std::int64_t l = 0; l < s.layers; ++l) {
-        const auto i = static_cast<std::size_t>(l);
-        const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
-        H k2 = A.malloc(kv_half * b * n);
-        A.free(keys[i]);
-        keys[i] = k2;
-        H v2 = A.malloc(kv_half * b * n);
-        A.free(values[i]);
-        values[i] = v2;
-        len[i] = n;
-      }
-      A.free(lg);
-      lg = A.malloc(logits);
-      A.free(x);
-    }
-    reserve = Bytes(std::max(0.0, A.peak_reserved() - A.peak_allocated()));
-  }
-
-  est.memory = summarize(std::move(moments), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), reserve,
+  if (pytorch) reserve = Bytes(replay_reserve(generate_allocations(s, w, t)));
+  est.memory = summarize(generate_moments(t, w), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), reserve,
                          /*at_least_measured_shares=*/true);
   if (pytorch)
     est.assumptions.push_back("profile pytorch: HF generate with the default dynamic KV cache (grown by torch.cat), "

@@ -9,18 +9,7 @@ namespace {
 double b(Bytes x) { return x.in(unit::bytes); }
 
 TrainingWorkload as_workload(const TrainingWorkload& base, const TrainingLayout& L) {
-  TrainingWorkload w = base;
-  w.gpus = L.gpus;
-  w.tp = L.tp;
-  w.pp = L.pp;
-  w.ep = L.ep;
-  w.zero = int(L.zero);
-  w.batch = L.micro_batch;
-  w.grad_accum = L.grad_accum;
-  w.recompute = L.recompute;
-  w.offload_optimizer = L.offload;
-  w.offload_params = L.offload != Offload::none && L.zero == 3 ? Offload::cpu : Offload::none;
-  return w;
+  return detail::layout_workload(base, L);
 }
 
 // One device, one offering: every number of a plan can be checked by hand.
@@ -193,4 +182,45 @@ TEST_CASE("TrainingMemoryScreen: a lower bound for every optimizer", "[plan]") {
       }
     }
   }
+}
+
+TEST_CASE("plan steps: the search space keeps only layouts the frameworks can run", "[plan][steps]") {
+  const ModelSpec& s = find_preset("qwen2.5-0.5b").spec;  // 14 heads, 2 KV heads: tp ∈ {1, 2}
+  TrainingPlanRequest req;
+  req.tokens = Tokens(1e9);
+  req.max_gpus = 16;
+  req.global_batch_tokens = 1 << 20;
+  std::int64_t n = 0;
+  detail::for_each_layout(s, req, [&](const TrainingLayout& L, double per_step) {
+    ++n;
+    CHECK(s.heads % L.tp == 0);
+    CHECK(s.kv_heads % L.tp == 0);
+    CHECK(L.gpus % (L.tp * L.pp) == 0);
+    CHECK((L.zero == 0 || L.dp() > 1));                      // ZeRO needs ranks to shard over
+    CHECK((L.offload == Offload::none || L.zero > 0));       // offload works on ZeRO's partitions
+    CHECK(L.ep == 1);                                         // a dense model
+    CHECK(per_step == double(L.micro_batch) * double(req.base.seq) * double(L.dp()));
+    CHECK(per_step * double(L.grad_accum) == Approx(req.global_batch_tokens).epsilon(0.5));
+  });
+  CHECK(n > 100);
+}
+
+TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[plan][steps]") {
+  const ModelSpec& s = find_preset("llama-3.1-8b").spec;
+  TrainingPlanRequest req;
+  req.tokens = Tokens(1e10);
+  const Catalog cat = one_device_catalog();
+  const auto choices = detail::device_choices(req, cat);
+  REQUIRE(choices.size() == 1);
+  const detail::ModelTotals totals(s);
+  TrainingLayout L{8, 2, 1, 1, 1, 8, 1, Recompute::none, Offload::none};
+  const auto work = detail::layout_work(s, totals, req, L, 8.0 * 2048 * 4);
+  CHECK(detail::price_layout(L, choices[0].usable * 1.01, work, choices[0], 1e20) == std::nullopt);  // does not fit
+  const auto c = detail::price_layout(L, choices[0].usable * 0.5, work, choices[0], 1e20);
+  REQUIRE(c);
+  CHECK(c->time.in(unit::seconds) > 0);
+  CHECK(c->cost.in(unit::usd) == Approx(double(c->instances * choices[0].offering->count) *
+                                         choices[0].per_gpu_hour * c->time.in(unit::seconds) / 3600));
+  L.tp = 16;  // tensor parallelism beyond one instance's GPUs
+  CHECK(detail::price_layout(L, 0, work, choices[0], 1e20) == std::nullopt);
 }

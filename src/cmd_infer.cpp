@@ -160,12 +160,16 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
     report["cost"] = nullptr;
     report["assumptions"].push_back("throughput and cost need --gpu");
     // How many GPUs of each kind: tensor parallelism over n GPUs.
-    auto per_gpu = [&](std::int64_t n) {
+    auto over = [&](std::int64_t n) {
       InferenceWorkload v = w;
       v.tp = n;
-      return estimate_inference_memory(spec, v).memory.total;
+      return v;
     };
-    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu, 64),
+    auto per_gpu = [&](std::int64_t n) {
+      return n == w.tp ? est.memory.total : estimate_inference_memory(spec, over(n)).memory.total;
+    };
+    auto lower = [&](std::int64_t n) { return inference_memory_lower_bound(spec, over(n)); };
+    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu, lower, 64),
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");
   }

@@ -279,14 +279,19 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
     // With model parallelism each data-parallel replica is tp × pp × cp GPUs.
     const int stage = w.zero > 0 ? w.zero : 3;
     const std::int64_t replica = w.tp * w.pp * w.cp;
-    auto per_gpu = [&](std::int64_t n) {
+    auto over = [&](std::int64_t n) {
       TrainingWorkload v = w;
       v.gpus = n * replica;
       v.zero = n > 1 ? stage : w.zero;
       v.ep = n % w.ep == 0 ? w.ep : 1;
-      return estimate_training_memory(spec, v).memory.total;
+      return v;
     };
-    auto rows = fit_table(cat.devices, est.memory.total, per_gpu);
+    // (One replica is the workload as given when it has no data parallelism: its estimate is already made.)
+    auto per_gpu = [&](std::int64_t n) {
+      return n == 1 && w.dp() == 1 ? est.memory.total : estimate_training_memory(spec, over(n)).memory.total;
+    };
+    auto lower = [&](std::int64_t n) { return training_memory_lower_bound(spec, over(n)); };
+    auto rows = fit_table(cat.devices, est.memory.total, per_gpu, lower);
     for (auto& r : rows)
       if (r.gpus_needed) *r.gpus_needed *= replica;
     report["fit_table"] = fit_table_json(rows, "smallest power-of-two data-parallel degree (× tp·pp·cp GPUs per "

@@ -23,16 +23,17 @@ struct Catalog {
   std::vector<Offering> offerings;
   std::vector<std::string> dates;  // as_of of each file, for --version and reports
 
+  // By id or alias, ignoring case.
   const Device* find(const std::string& name) const {
-    auto lower = [](std::string s) {
-      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return s;
+    auto same = [&](const std::string& x) {
+      return x.size() == name.size() && std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+             });
     };
-    const std::string n = lower(name);
     for (const auto& d : devices) {
-      if (lower(d.id) == n) return &d;
+      if (same(d.id)) return &d;
       for (const auto& a : d.aliases)
-        if (lower(a) == n) return &d;
+        if (same(a)) return &d;
     }
     return nullptr;
   }

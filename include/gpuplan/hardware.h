@@ -91,23 +91,31 @@ struct FitRow {
 };
 
 // Per-device fit of a workload; `per_gpu(n)` gives the per-GPU requirement when spread over n GPUs (the caller
-// says how: ZeRO-3 for training, an even tensor-parallel split for serving). Requirements for each n are
-// computed once, not per device.
-template <class PerGpu>
-std::vector<FitRow> fit_table(const std::vector<Device>& devices, Bytes required, PerGpu per_gpu,
+// says how: ZeRO-3 for training, an even tensor-parallel split for serving), and `lower(n)` a cheap bound it never
+// exceeds. A device's answer is the smallest power of two n whose requirement fits: n where even the bound does
+// not fit are skipped without the full estimate, and each n is estimated at most once, whatever the devices.
+template <class PerGpu, class LowerBound>
+std::vector<FitRow> fit_table(const std::vector<Device>& devices, Bytes required, PerGpu per_gpu, LowerBound lower,
                               std::int64_t max_gpus = 1024) {
-  std::vector<std::pair<std::int64_t, Bytes>> by_n;
-  for (std::int64_t n = 1; n <= max_gpus; n *= 2) by_n.emplace_back(n, per_gpu(n));
+  std::vector<std::int64_t> ns;
+  for (std::int64_t n = 1; n <= max_gpus; n *= 2) ns.push_back(n);
+  std::vector<std::optional<Bytes>> full(ns.size()), bound(ns.size());
+  auto memo = [](std::optional<Bytes>& slot, auto&& f, std::int64_t n) {
+    if (!slot) slot = f(n);
+    return *slot;
+  };
   std::vector<FitRow> rows;
   for (const auto& d : devices) {
     FitRow r;
     r.device = &d;
     r.single = fit_on(d, required);
-    for (const auto& [n, need] : by_n)
-      if (need <= d.capacity()) {
-        r.gpus_needed = n;
+    for (std::size_t i = 0; i < ns.size(); ++i) {
+      if (memo(bound[i], lower, ns[i]) > d.capacity()) continue;
+      if (memo(full[i], per_gpu, ns[i]) <= d.capacity()) {
+        r.gpus_needed = ns[i];
         break;
       }
+    }
     rows.push_back(r);
   }
   return rows;

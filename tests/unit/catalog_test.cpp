@@ -1,4 +1,7 @@
 #include <catch2/catch.hpp>
+#include <gpuplan/memory/inference.h>
+#include <gpuplan/memory/training.h>
+#include <gpuplan/model_presets.h>
 #include <gpuplan/catalog.h>
 
 using namespace gpuplan;
@@ -85,9 +88,40 @@ TEST_CASE("fit_on and fit_table", "[hardware]") {
   CHECK(v.headroom.in(unit::bytes) == Approx(81559.0 * 1048576 - 70.0 * 1073741824));
   CHECK_FALSE(fit_on(h100, gib(80)).fits);
   // 300 GiB that halves with every doubling: 4 × H100 (75 GiB each) fit, 2 do not.
-  const auto rows = fit_table(std::vector<Device>{h100}, gib(300), [](std::int64_t n) { return gib(300.0 / double(n)); });
+  // The bound (here 90 % of the requirement) skips the full estimate where even it does not fit: only n = 4 is
+  // estimated in full, and n = 8 never, the answer being found.
+  std::vector<std::int64_t> estimated;
+  auto need = [&](std::int64_t n) {
+    estimated.push_back(n);
+    return gib(300.0 / double(n));
+  };
+  auto bound = [](std::int64_t n) { return gib(0.9 * 300.0 / double(n)); };
+  const auto rows = fit_table(std::vector<Device>{h100}, gib(300), need, bound);
   CHECK_FALSE(rows[0].single.fits);
   CHECK(rows[0].gpus_needed == 4);
+  CHECK(estimated == std::vector<std::int64_t>{4});
+  // Each n is estimated once, whatever the number of devices.
+  estimated.clear();
+  const auto two = fit_table(std::vector<Device>{h100, h100}, gib(300), need, bound);
+  CHECK(two[1].gpus_needed == 4);
+  CHECK(estimated == std::vector<std::int64_t>{4});
+}
+
+TEST_CASE("the lower bounds never exceed the full estimates", "[hardware][memory]") {
+  for (const char* id : {"gpt2", "llama-3.2-1b", "gemma-2-2b", "mixtral-8x7b"}) {
+    const ModelSpec& s = find_preset(id).spec;
+    for (std::int64_t n : {1, 2, 8, 64}) {
+      TrainingWorkload w;
+      w.gpus = n;
+      w.zero = n > 1 ? 3 : 0;
+      w.precision = n == 2 ? Precision::amp_bf16 : Precision::bf16;
+      CHECK(training_memory_lower_bound(s, w) <= estimate_training_memory(s, w).memory.total);
+      InferenceWorkload v;
+      v.tp = n <= 8 && s.kv_heads % n == 0 && s.heads % n == 0 ? n : 1;
+      v.batch = n;
+      CHECK(inference_memory_lower_bound(s, v) <= estimate_inference_memory(s, v).memory.total);
+    }
+  }
 }
 
 TEST_CASE("fuzz regression: a number beyond double range is a DataError, not a crash", "[catalog][regression]") {

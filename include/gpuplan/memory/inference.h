@@ -385,7 +385,10 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   return est;
 }
 
-inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const InferenceWorkload& w) {
+namespace detail {
+
+// `replay`: run the caching-allocator replay for the pytorch profile's reserve.
+inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceWorkload& w, bool replay) {
   validate(s);
   validate(w);
   const bool pytorch = w.profile == Profile::pytorch;
@@ -403,7 +406,7 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
   if (w.profile == Profile::llama_cpp) return llama_cpp_estimate(est, s, w, t);
 
   std::optional<Bytes> reserve;
-  if (pytorch) reserve = Bytes(replay_reserve(generate_allocations(s, w, t)));
+  if (pytorch && replay) reserve = Bytes(replay_reserve(generate_allocations(s, w, t)));
   est.memory = summarize(generate_moments(t, w), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), reserve,
                          /*at_least_measured_shares=*/true);
   if (pytorch)
@@ -414,6 +417,19 @@ inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const Inf
   est.assumptions.push_back(w.context ? "KV cache holds --context tokens per sequence"
                                       : "KV cache holds prompt + new − 1 tokens per sequence; sliding-window layers window − 1");
   return est;
+}
+
+}  // namespace detail
+
+inline InferenceEstimate estimate_inference_memory(const ModelSpec& s, const InferenceWorkload& w) {
+  return detail::estimate_inference(s, w, /*replay=*/true);
+}
+
+// A bound estimate_inference_memory(s, w).memory.total never falls below: live tensors at the peak plus the
+// context, without the allocator replay (whose reserve is ≥ 0).
+inline Bytes inference_memory_lower_bound(const ModelSpec& s, const InferenceWorkload& w) {
+  const InferenceEstimate e = detail::estimate_inference(s, w, /*replay=*/false);
+  return e.memory.peak_allocated + e.memory.context;
 }
 
 }  // namespace gpuplan

@@ -103,14 +103,17 @@ inline std::vector<std::string> training_assumptions(const ModelSpec& s, const T
   return as;
 }
 
-inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWorkload& w, const PipelineStage& st) {
+// `replay`: run the caching-allocator replay for the reserve (else the estimate's live peak is exact and its reserve
+// a rough share, see training_memory_lower_bound).
+inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWorkload& w, const PipelineStage& st,
+                                       bool replay = true) {
   const ModelSpec s = rank_model(full, w, st);
   const ShardInventory inv = shard_inventory(s, w, st);
   const ModelStates m = model_states(inv, w);
   const StepTensors t = step_tensors(s, w, st, inv, m);
   const bool pytorch = w.profile == Profile::pytorch;
   std::optional<Bytes> reserve;
-  if (pytorch) reserve = Bytes(replay_reserve(training_allocations(s, w, st, inv, m, t)));
+  if (pytorch && replay) reserve = Bytes(replay_reserve(training_allocations(s, w, st, inv, m, t)));
   const Bytes context = pytorch ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
                                 : Bytes(0);
   TrainingEstimate est;
@@ -138,10 +141,11 @@ inline Params trainable_params(const ModelSpec& s, const LoraSpec& lora) {
   return Params(static_cast<std::int64_t>(std::llround(n)));
 }
 
-// Per-GPU memory of a training step on the most-loaded GPU. Each pipeline stage worth checking is estimated and
-// the largest peak is reported: under 1F1B usually the first stage (most micro-batches in flight), unless the last
-// stage's logits and loss outweigh them.
-inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const TrainingWorkload& w) {
+namespace detail {
+
+// The most-loaded pipeline stage's estimate: under 1F1B usually the first stage (most micro-batches in flight),
+// unless the last stage's logits and loss outweigh them.
+inline TrainingEstimate most_loaded_stage(const ModelSpec& s, const TrainingWorkload& w, bool replay) {
   validate(s);
   validate(w);
   if (w.vpp > 1 && w.grad_accum % w.pp != 0)
@@ -150,14 +154,27 @@ inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const Train
   if (w.vpp > 1 && s.layers % (w.pp * w.vpp) != 0)
     throw InputError("the interleaved schedule needs the model's " + std::to_string(s.layers) +
                      " layers to be a multiple of pp × vpp (" + std::to_string(w.pp * w.vpp) + ")");
-  const auto stages = pipeline_stages(s.layers, w);
   std::optional<TrainingEstimate> best;
-  for (const auto& st : stages) {
-    TrainingEstimate e = detail::estimate_stage(s, w, st);
+  for (const auto& st : pipeline_stages(s.layers, w)) {
+    TrainingEstimate e = estimate_stage(s, w, st, replay);
     e.stage = st;
     if (!best || e.memory.total > best->memory.total) best = std::move(e);
   }
-  TrainingEstimate est = std::move(*best);
+  return std::move(*best);
+}
+
+}  // namespace detail
+
+// A bound estimate_training_memory(s, w).memory.total never falls below, at a fraction of its cost: the live
+// tensors at the peak plus the CUDA context, without replaying the caching allocator (whose reserve is ≥ 0).
+inline Bytes training_memory_lower_bound(const ModelSpec& s, const TrainingWorkload& w) {
+  const TrainingEstimate e = detail::most_loaded_stage(s, w, /*replay=*/false);
+  return e.memory.peak_allocated + e.memory.context;
+}
+
+// Per-GPU memory of a training step on the most-loaded GPU (each pipeline stage worth checking is estimated).
+inline TrainingEstimate estimate_training_memory(const ModelSpec& s, const TrainingWorkload& w) {
+  TrainingEstimate est = detail::most_loaded_stage(s, w, /*replay=*/true);
   est.shape.trainable = trainable_params(s, w.lora);
   auto& as = est.assumptions;
   if (w.tp > 1)

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Whole-process time of gpuplan commands against an empty C++ process, interleaved.
+
+usage: process_bench.py GPUPLAN_BINARY [--rounds N]
+
+Builds an empty C++ program (g++ -O2) as the baseline, then runs every command and the baseline in turn, N rounds
+(default 40), and prints each command's median wall time and its ratio to the baseline's median. Interleaving
+keeps the machine's drift out of the ratios. A benchmark, not a test: nothing here is asserted.
+"""
+import os, statistics, subprocess, sys, tempfile, time
+
+COMMANDS = [
+    ["--version"],
+    ["models"],
+    ["train", "--params", "7B", "--precision", "bf16"],
+    ["train", "--params", "7B", "--precision", "bf16", "--gpu", "h100-sxm"],
+    ["train", "--model", "llama-3.2-1b"],
+    ["train", "--model", "llama-3.1-8b"],
+    ["train", "--model", "llama-3.1-70b"],
+    ["train", "--model", "llama-3.1-405b"],
+    ["train", "--model", "llama-3.1-405b", "--gpus", "8", "--nodes", "16", "--tp", "8", "--pp", "16",
+     "--grad-accum", "16", "--grad-checkpointing"],
+    ["infer", "--model", "llama-3.1-8b"],
+    ["infer", "--model", "llama-3.1-405b"],
+    ["plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T"],
+]
+
+
+def empty_program():
+    d = tempfile.mkdtemp()
+    src, exe = os.path.join(d, "empty.cpp"), os.path.join(d, "empty")
+    open(src, "w").write("int main() { return 0; }\n")
+    subprocess.run(["g++", "-O2", src, "-o", exe], check=True)
+    return exe
+
+
+def once(cmd):
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    binary = os.path.abspath(argv[1])
+    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 40
+    base = empty_program()
+    times = {i: [] for i in range(len(COMMANDS))}
+    empty = []
+    for _ in range(rounds):
+        for i, c in enumerate(COMMANDS):
+            empty.append(once([base]))
+            times[i].append(once([binary] + c))
+    e = statistics.median(empty)
+    print(f"empty C++ process: {e * 1000:.2f} ms (median of {len(empty)})")
+    for i, c in enumerate(COMMANDS):
+        m = statistics.median(times[i])
+        print(f"{m * 1000:8.2f} ms  {m / e:5.1f}x  gpuplan {' '.join(c)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -49,7 +49,8 @@ int main() {
               "replay ms");
   for (const char* id : {"llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"}) {
     const ModelSpec& s = find_preset(id).spec;
-    for (const auto& [name, w] : layouts) {
+    for (const Layout& l : layouts) {
+      const TrainingWorkload& w = l.w;  // a plain reference: lambdas cannot capture structured bindings in C++17
       if (s.layers < w.pp) continue;
       const PipelineStage st = pipeline_stages(s.layers, w).front();
       const ModelSpec r = rank_model(s, w, st);
@@ -57,7 +58,7 @@ int main() {
       const ModelStates m = model_states(inv, w);
       const StepTensors t = step_tensors(r, w, st, inv, m);
       const AllocationTimeline tl = training_allocations(r, w, st, inv, m, t);
-      std::printf("%-16s %-24s %12.3f %14.3f %12.3f %12.3f\n", id, name,
+      std::printf("%-16s %-24s %12.3f %14.3f %12.3f %12.3f\n", id, l.name,
                   ms_per_call([&] { return estimate_training_memory(s, w).memory.total.in(unit::bytes); }),
                   ms_per_call([&] { return training_memory_lower_bound(s, w).in(unit::bytes); }),
                   ms_per_call([&] { return double(training_allocations(r, w, st, inv, m, t).events.size()); }),

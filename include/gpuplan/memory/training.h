@@ -137,7 +137,7 @@ inline Params trainable_params(const ModelSpec& s, const LoraSpec& lora) {
   double n = 0;
   for (std::int64_t l = 0; l < s.layers; ++l)
     for (const auto& g : layer_params(s, l))
-      if (g.linear && !g.expert && detail::lora_targets_module(lora, g.module)) n += lora_adapter_params(g, lora.rank);
+      if (trains(g, true, lora)) n += lora_adapter_params(g, lora.rank);
   return Params(static_cast<std::int64_t>(std::llround(n)));
 }
 

@@ -1,4 +1,5 @@
 #include "app.h"
+#include "model_source.h"
 #include "render.h"
 
 #include <algorithm>
@@ -34,7 +35,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                     return std::string(e.what());
                   }
                 });
-  auto* m = cmd.add_option("--model", o.model, "Built-in model preset (see `gpuplan models`)");
+  auto* m = cmd.add_option("--model", o.model,
+                           "A preset (`gpuplan models`), a config.json, a Hugging Face folder (config.json + "
+                           "safetensors), a .gguf file, or a Hub id org/name[@revision] in the local HF cache");
   auto* c = cmd.add_option("--config", o.config, "Hugging Face config.json of the model");
   p->excludes(m)->excludes(c);
   m->excludes(c);
@@ -90,12 +93,7 @@ void add_fit_options(CLI::App& cmd, FitOptions& o) {
   cmd.add_option("--catalog", o.catalogs, "Extra catalog file(s) that add or override entries (repeatable)");
 }
 
-ModelSpec resolve_model(const ModelOptions& o) {
-  if (!o.config.empty()) return load_hf_config(o.config);
-  if (!o.model.empty()) return find_preset(o.model).spec;
-  if (!o.params.empty()) return derive_model(parse_params(o.params));
-  throw InputError("name the model with --params, --model or --config");
-}
+ModelSpec resolve_model(const ModelOptions& o) { return resolve_model_source(o).spec; }
 
 ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"gpuplan: GPU memory, time and cost of training and serving LLMs, before you rent the hardware."};

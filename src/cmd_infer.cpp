@@ -1,5 +1,6 @@
 // gpuplan infer: options → estimate_inference_memory (+ throughput, cost, solve modes) → report → renderer.
 #include "app.h"
+#include "model_source.h"
 #include "render.h"
 
 namespace gpuplan::cli {
@@ -74,7 +75,9 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
   if (o.context > 0) w.context = o.context;
   if (o.gpu_layers >= 0) w.gpu_layers = o.gpu_layers;
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
-  const ModelSpec spec = resolve_model(o.model);
+  const ModelSource source = resolve_model_source(o.model);
+  const ModelSpec& spec = source.spec;
+  w.stored = source.stored_language();
   const Catalog cat = load_catalog(o.fit.catalogs);
   const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   if (device) w.device_memory = device->capacity();
@@ -109,6 +112,7 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
 
   const InferenceEstimate est = estimate_inference_memory(spec, w);
   nlohmann::json report = inference_json(spec, w, est);
+  report["model"]["source"] = source.json();
   report["solve"] = solve;
   if (device) {
     report["fit"] = fit_json(fit_on(*device, est.memory.total), w.tp);

@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "app.h"
+#include "model_source.h"
 #include "render.h"
 
 namespace gpuplan::cli {
@@ -216,12 +217,17 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
   if (o.network_gbps < 0) throw InputError("--network-bandwidth must be positive");
   if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
   w.gpus *= o.run.nodes;
-  const ModelSpec spec = resolve_model(o.model);
+  const ModelSource source = resolve_model_source(o.model);
+  const ModelSpec& spec = source.spec;
   // Hybrid sharding shards within a node: memory as ZeRO-3 over the node's GPUs.
   TrainingWorkload memory_w = w;
   if (shard_group > 0) memory_w.gpus = shard_group;
   const TrainingEstimate est = estimate_training_memory(spec, memory_w);
   nlohmann::json report = training_json(spec, w, est);
+  report["model"]["source"] = source.json();
+  if (source.checkpoint && !source.checkpoint->quantization.empty())
+    report["assumptions"].push_back("the checkpoint is stored " + source.checkpoint->quantization +
+                                    "; training memory is for weights in --precision (or NF4 with --qlora)");
   const Catalog cat = load_catalog(o.fit.catalogs);  // once per command: user files are parsed here only
   const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},

@@ -32,6 +32,22 @@ void model_lines(const json& r, std::ostream& out) {
              m["tied_embeddings"].get<bool>() ? ", tied embeddings" : "");
   if (m["model_type"] == "derived")
     fmt::print(out, "           (shape derived from --params: Llama-2-style decoder, see README)\n");
+  if (!m.contains("source")) return;
+  const json& src = m["source"];
+  if (src["kind"] != "preset" && src["kind"] != "params") {
+    fmt::print(out, "Source     {} {}", src["kind"].get<std::string>(), src.value("path", src["ref"].get<std::string>()));
+    if (src.contains("revision")) fmt::print(out, " @ {}", src["revision"].get<std::string>());
+    fmt::print(out, "\n");
+  }
+  if (src.contains("checkpoint")) {
+    const json& c = src["checkpoint"];
+    fmt::print(out, "Checkpoint {}{}: {} tensors, language model {} ({} parameters as stored)\n",
+               c["format"].get<std::string>(),
+               c["quantization"].get<std::string>().empty() ? "" : ", " + c["quantization"].get<std::string>(),
+               c["tensors"].get<std::int64_t>(), gib(c["language_model_bytes"].get<double>()),
+               grouped(c["language_model_params"].get<std::int64_t>()));
+  }
+  for (const auto& n : src["notes"]) fmt::print(out, "           {}\n", n.get<std::string>());
 }
 
 void memory_table(const json& mem, std::ostream& out) {

@@ -1,10 +1,12 @@
 // Umbrella header: every public header of the library.
 #pragma once
 #include "catalog.h"
+#include "checkpoint.h"
 #include "compute.h"
 #include "cost.h"
 #include "enum_table.h"
 #include "error.h"
+#include "gguf.h"
 #include "hardware.h"
 #include "memory/activations.h"
 #include "memory/allocator.h"
@@ -14,6 +16,7 @@
 #include "memory/training.h"
 #include "memory/workload.h"
 #include "model.h"
+#include "model_gguf.h"
 #include "model_hf.h"
 #include "model_presets.h"
 #include "parallel.h"
@@ -21,5 +24,6 @@
 #include "parse.h"
 #include "plan.h"
 #include "report.h"
+#include "safetensors.h"
 #include "throughput.h"
 #include "units.h"

@@ -1,6 +1,7 @@
 // Hugging Face config.json → ModelSpec, one function per model_type family.
 #pragma once
 #include <fstream>
+#include <utility>
 #include <sstream>
 #include <string>
 
@@ -19,6 +20,16 @@ class HfConfig {
     // Multimodal wrappers keep the language model under text_config.
     if (j_.contains("text_config") && j_["text_config"].is_object() && !j_.contains("num_hidden_layers"))
       j_ = j_["text_config"];
+    // transformers' attribute_map: one field, two names across versions and families (transformers 5 writes
+    // Qwen3-MoE's expert count as num_local_experts, 4.x as num_experts). Either name fills the other.
+    static constexpr std::pair<const char*, const char*> aliases[] = {
+        {"num_experts", "num_local_experts"}, {"n_routed_experts", "num_local_experts"},
+        {"num_experts_per_tok", "num_experts_per_token"}, {"num_experts_per_tok", "moe_topk"}};
+    if (!j_.is_object()) return;
+    for (const auto& [a, b] : aliases) {
+      if (!has(a) && has(b)) j_[a] = j_[b];
+      else if (has(a) && !has(b)) j_[b] = j_[a];
+    }
   }
   bool has(const char* k) const { return j_.contains(k) && !j_[k].is_null(); }
   std::int64_t integer(const char* k) const {

@@ -59,12 +59,17 @@ inline const std::vector<ModelPreset>& builtin_presets() {
   return presets;
 }
 
-inline const ModelPreset& find_preset(const std::string& name) {
+inline const ModelPreset* find_preset_or_null(const std::string& name) {
   for (const auto& p : builtin_presets()) {
-    if (p.id == name) return p;
+    if (p.id == name) return &p;
     for (const auto& a : p.aliases)
-      if (a == name) return p;
+      if (a == name) return &p;
   }
+  return nullptr;
+}
+
+inline const ModelPreset& find_preset(const std::string& name) {
+  if (const ModelPreset* p = find_preset_or_null(name)) return *p;
   throw InputError("unknown model \"" + name + "\" (see `gpuplan models` for the built-in presets)");
 }
 

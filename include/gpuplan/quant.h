@@ -131,6 +131,14 @@ struct WeightBytes {
   Bytes total() const { return layers + embedding + output; }
 };
 
+// A checkpoint's language-model weights as its headers give them (checkpoint.h): used instead of a format's
+// arithmetic when the user names no --weights.
+struct StoredWeightBytes {
+  WeightBytes bytes;
+  WeightFormat nearest = WeightFormat::bf16;  // the format closest to it: the compute peak the throughput model uses
+  std::string label;                          // what was stored, e.g. "BF16", "gptq 4-bit", "Q4_K (GGUF)"
+};
+
 // Bytes of every tensor of the model in a format. A tied lm_head is the embedding matrix itself.
 inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128) {
   const ParamInventory inv = param_inventory(s);

@@ -20,7 +20,8 @@ struct InferenceWorkload {
   std::int64_t new_tokens = 256;
   std::optional<std::int64_t> context;       // KV tokens per sequence to plan for (default prompt + new)
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)
-  std::optional<WeightFormat> weights;       // default: the precision's dtype
+  std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype
+  std::optional<StoredWeightBytes> stored;   // the checkpoint's own weight bytes, when read from its headers
   std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
   Attention attention = Attention::sdpa;
@@ -170,7 +171,7 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
   t.h = double(s.hidden);
   // Tensor parallelism splits every layer's weights and the head across the GPUs (Megatron-style column/row
   // parallel linears, vocabulary-parallel embedding and head).
-  t.wb = weight_bytes(s, format, w.group_size);
+  t.wb = w.stored && !w.weights ? w.stored->bytes : weight_bytes(s, format, w.group_size);
   t.weights = t.wb.total().in(unit::bytes) / double(w.tp);
   detail::kv_cache_tensors(t, s, w, kv);
   detail::prefill_tensors(t, s, w);
@@ -396,7 +397,10 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   InferenceEstimate est;
   est.params = counts.total;
   est.active_params = counts.active;
-  est.weights = w.weights.value_or(default_weight_format(w.precision));
+  const bool as_stored = w.stored && !w.weights;
+  est.weights = w.weights.value_or(as_stored ? w.stored->nearest : default_weight_format(w.precision));
+  if (as_stored)
+    est.assumptions.push_back("weights as stored in the checkpoint (" + w.stored->label + "), read from its headers");
   est.kv = w.kv.value_or(default_kv_dtype(w.precision));
   const InferenceTensors t = inference_tensors(s, w, est.weights, est.kv);
   est.weight_bytes = Bytes(t.weights);

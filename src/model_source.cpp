@@ -1,0 +1,285 @@
+#include "model_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <gpuplan/model_gguf.h>
+#include <gpuplan/model_hf.h>
+#include <gpuplan/model_presets.h>
+#include <gpuplan/parse.h>
+
+#include "app.h"
+#include "format_units.h"
+
+namespace gpuplan::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uintmax_t max_json_bytes = 64u << 20;       // config.json and the index: real ones are < 1 MB
+constexpr std::uintmax_t max_gguf_header_bytes = 1u << 30;  // metadata + tensor infos; 256K-token vocabularies ~ 10 MB
+
+std::uintmax_t size_of(const fs::path& p) {
+  std::error_code ec;
+  const auto n = fs::file_size(p, ec);
+  if (ec) throw DataError(p.string() + ": cannot open (" + ec.message() + ")");
+  return n;
+}
+
+std::string read_prefix(const fs::path& p, std::uintmax_t n) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw DataError(p.string() + ": cannot open");
+  std::string s(static_cast<std::size_t>(n), '\0');
+  f.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<std::size_t>(f.gcount()));
+  return s;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  if (size_of(p) > max_json_bytes) throw DataError(p.string() + ": over 64 MiB, not a config or index");
+  const std::string text = read_prefix(p, max_json_bytes);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(p.string() + ": not valid JSON (" + json_problem(e) + ")");
+  }
+}
+
+safetensors::Header read_safetensors(const fs::path& p) {
+  const std::uintmax_t size = size_of(p);
+  const std::string head = read_prefix(p, 8);
+  const std::uint64_t n = safetensors::header_length(head, p.string());
+  if (8 + n > size) throw DataError(p.string() + ": safetensors header is truncated");
+  return safetensors::parse_header(read_prefix(p, 8 + n).substr(8), p.string(), size);
+}
+
+// Reads more of the file until the header parses: most headers are a few MB (the vocabulary).
+gguf_file::Header read_gguf_one(const fs::path& p) {
+  const std::uintmax_t size = size_of(p);
+  for (std::uintmax_t n = std::min<std::uintmax_t>(size, 4u << 20);; n = std::min(size, n * 4)) {
+    try {
+      return gguf_file::parse_header(read_prefix(p, n), p.string());
+    } catch (const gguf_file::Truncated&) {
+      if (n >= size) throw;
+      if (n >= max_gguf_header_bytes) throw DataError(p.string() + ": GGUF header over 1 GiB");
+    }
+  }
+}
+
+// A split GGUF (llama.cpp gguf-split: name-00001-of-00003.gguf) is one model: the first part's metadata and every
+// part's tensors.
+gguf_file::Header read_gguf(const fs::path& p) {
+  static const std::regex split(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+  std::smatch m;
+  const std::string name = p.filename().string();
+  if (!std::regex_match(name, m, split)) return read_gguf_one(p);
+  const int parts = std::stoi(m[3].str());
+  if (parts < 1) throw DataError(p.string() + ": a split GGUF needs at least one part");
+  std::vector<fs::path> files;
+  for (int i = 1; i <= parts; ++i) {
+    char part[32];
+    std::snprintf(part, sizeof part, "-%05d-of-%05d.gguf", i, parts);
+    files.push_back(p.parent_path() / (m[1].str() + part));
+    if (!fs::exists(files.back()))
+      throw DataError(files.back().string() + ": part " + std::to_string(i) + " of the split GGUF is missing");
+  }
+  gguf_file::Header merged;
+  for (int i = 1; i <= parts; ++i) {
+    gguf_file::Header h = read_gguf_one(files[std::size_t(i - 1)]);
+    if (i == 1) merged = std::move(h);
+    else merged.tensors.insert(merged.tensors.end(), h.tensors.begin(), h.tensors.end());
+  }
+  return merged;
+}
+
+// quantization_config: the method, and the bits inside packed integer tensors.
+std::pair<std::string, int> quantization_of(const nlohmann::json& config) {
+  const auto it = config.find("quantization_config");
+  if (it == config.end() || !it->is_object()) return {"", 4};
+  const auto& q = *it;
+  const std::string method = q.value("quant_method", std::string());
+  int bits = 4;
+  if (q.contains("bits") && q["bits"].is_number_integer()) bits = q["bits"].get<int>();
+  if (q.contains("config_groups") && q["config_groups"].is_object())  // compressed-tensors
+    for (const auto& [name, g] : q["config_groups"].items())
+      if (g.is_object() && g.contains("weights") && g["weights"].is_object() &&
+          g["weights"].contains("num_bits") && g["weights"]["num_bits"].is_number_integer())
+        bits = g["weights"]["num_bits"].get<int>();
+  return {method, bits};
+}
+
+// The safetensors files of a Hugging Face folder: those the index names, else every *.safetensors.
+std::vector<fs::path> safetensors_files(const fs::path& dir) {
+  std::set<std::string> names;
+  const fs::path index = dir / "model.safetensors.index.json";
+  if (fs::exists(index)) {
+    const nlohmann::json j = read_json(index);
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      throw DataError(index.string() + ": missing weight_map");
+    for (const auto& [tensor, file] : j["weight_map"].items()) {
+      if (!file.is_string()) throw DataError(index.string() + ": weight_map values must be file names");
+      const std::string f = file.get<std::string>();
+      if (f.find('/') != std::string::npos || f.find("..") != std::string::npos)
+        throw DataError(index.string() + ": weight_map names a file outside the folder");
+      names.insert(f);
+    }
+  } else {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") names.insert(e.path().filename().string());
+  }
+  std::vector<fs::path> files;
+  for (const auto& n : names) files.push_back(dir / n);
+  return files;
+}
+
+void attach(ModelSource& m, Checkpoint c) {
+  m.stored = stored_weights(c, m.spec.layers);
+  const double modelled = double(count_params(m.spec).total.in(unit::params));
+  const double stored = double(m.stored->language_params.in(unit::params));
+  if (modelled > 0 && std::abs(stored - modelled) > 0.005 * modelled)
+    m.notes.push_back(short_count(stored) + " parameters stored for the language model, " + short_count(modelled) +
+                      " in the architecture model: weights are the stored bytes, activations the architecture's");
+  for (const auto& [part, b] : m.stored->other_parts)
+    m.notes.push_back("also stored, not in the estimate: " + part + " (" + gib(b.in(unit::bytes)) + ")");
+  m.checkpoint = std::move(c);
+}
+
+ModelSource from_folder(const fs::path& dir, ModelSource m) {
+  const fs::path config = dir / "config.json";
+  if (!fs::exists(config)) {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".gguf") throw InputError(dir.string() + ": holds GGUF files: name one of them");
+    throw DataError(dir.string() + ": no config.json in the folder");
+  }
+  const nlohmann::json j = read_json(config);
+  m.spec = model_from_hf_config(j, config.string());
+  if (!j.contains("_name_or_path")) m.spec.name = m.kind == "folder" ? dir.filename().string() : m.ref;
+  m.path = dir.string();
+  const auto files = safetensors_files(dir);
+  if (files.empty()) {
+    m.notes.push_back("no safetensors in the folder: weights from the architecture model");
+    return m;
+  }
+  std::vector<safetensors::Header> headers;
+  for (const auto& f : files) {
+    if (!fs::exists(f)) throw DataError(f.string() + ": named by the index but missing");
+    headers.push_back(read_safetensors(f));
+  }
+  const auto [method, bits] = quantization_of(j);
+  attach(m, checkpoint_from(headers, method, bits));
+  return m;
+}
+
+ModelSource from_gguf(const fs::path& p, ModelSource m) {
+  const gguf_file::Header h = read_gguf(p);
+  m.spec = model_from_gguf(h, p.string());
+  m.path = p.string();
+  attach(m, checkpoint_from(h));
+  return m;
+}
+
+// org/name[@revision] → the snapshot folder in the local cache, if it is there.
+std::optional<fs::path> cached_snapshot(const std::string& repo, const std::string& revision, std::string& commit) {
+  const fs::path root = fs::path(hf_cache_root()) / ("models--" + std::regex_replace(repo, std::regex("/"), "--"));
+  if (!fs::is_directory(root)) return std::nullopt;
+  commit = revision;
+  static const std::regex hex40("[0-9a-f]{40}");
+  if (!std::regex_match(revision, hex40)) {
+    const fs::path ref = root / "refs" / revision;
+    if (!fs::exists(ref)) return std::nullopt;
+    commit = read_prefix(ref, 64);
+    commit.erase(std::remove_if(commit.begin(), commit.end(), ::isspace), commit.end());
+    if (!std::regex_match(commit, hex40)) throw DataError(ref.string() + ": not a commit hash");
+  }
+  const fs::path snap = root / "snapshots" / commit;
+  if (!fs::is_directory(snap)) return std::nullopt;
+  return snap;
+}
+
+}  // namespace
+
+std::string hf_cache_root() {
+  if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) return c;
+  if (const char* h = std::getenv("HF_HOME"); h && *h) return (fs::path(h) / "hub").string();
+  const char* home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : ".") / ".cache" / "huggingface" / "hub").string();
+}
+
+ModelSource resolve_model_source(const ModelOptions& o) {
+  ModelSource m;
+  if (!o.config.empty()) {
+    m.kind = "config", m.ref = m.path = o.config;
+    m.spec = model_from_hf_config(read_json(o.config), o.config);
+    return m;
+  }
+  if (!o.params.empty()) {
+    m.kind = "params", m.ref = o.params;
+    m.spec = derive_model(parse_params(o.params));
+    return m;
+  }
+  if (o.model.empty()) throw InputError("name the model with --params, --model or --config");
+  m.ref = o.model;
+  if (const ModelPreset* p = find_preset_or_null(o.model)) {
+    m.kind = "preset";
+    m.spec = p->spec;
+    return m;
+  }
+  const fs::path p(o.model);
+  if (fs::is_directory(p)) return m.kind = "folder", from_folder(p, m);
+  if (fs::is_regular_file(p) && p.extension() == ".gguf") return m.kind = "gguf", from_gguf(p, m);
+  if (fs::is_regular_file(p)) {
+    m.kind = "config", m.path = o.model;
+    m.spec = model_from_hf_config(read_json(p), o.model);
+    return m;
+  }
+  static const std::regex hub(R"(([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(@([A-Za-z0-9._/-]+))?)");
+  std::smatch r;
+  if (!std::regex_match(o.model, r, hub) || o.model.find("..") != std::string::npos)
+    throw InputError("unknown model \"" + o.model + "\": not a preset (`gpuplan models`), a file or folder, or a "
+                     "Hugging Face id org/name[@revision]");
+  const std::string repo = r[1].str();
+  m.revision = r[3].matched ? r[3].str() : "main";
+  std::string commit;
+  if (const auto snap = cached_snapshot(repo, m.revision, commit)) {
+    m.kind = "hf-cache";
+    if (commit != m.revision) m.revision += " (" + commit.substr(0, 12) + ")";
+    return from_folder(*snap, m);
+  }
+  throw DataError(o.model + ": not in the local Hugging Face cache (" + hf_cache_root() + ")");
+}
+
+std::optional<StoredWeightBytes> ModelSource::stored_language() const {
+  if (!stored || !checkpoint) return std::nullopt;
+  return stored_language_weights(*stored, *checkpoint);
+}
+
+nlohmann::json ModelSource::json() const {
+  nlohmann::json j{{"kind", kind}, {"ref", ref}};
+  if (!path.empty()) j["path"] = path;
+  if (!revision.empty()) j["revision"] = revision;
+  if (checkpoint && stored) {
+    nlohmann::json parts = nlohmann::json::object(), dtypes = nlohmann::json::object();
+    auto bytes = [](Bytes b) { return std::llround(b.in(unit::bytes)); };  // sums of whole tensors' bytes
+    for (const auto& [k, b] : stored->other_parts) parts[k] = bytes(b);
+    for (const auto& [k, b] : stored->by_dtype) dtypes[k] = bytes(b);
+    j["checkpoint"] = {{"format", checkpoint->format},
+                       {"quantization", checkpoint->quantization},
+                       {"tensors", checkpoint->tensors.size()},
+                       {"language_model_bytes", bytes(stored->language.total())},
+                       {"language_model_params", stored->language_params.in(unit::params)},
+                       {"other_bytes", bytes(stored->other)},
+                       {"other_params", stored->other_params.in(unit::params)},
+                       {"other_parts", parts},
+                       {"bytes_by_dtype", dtypes}};
+  }
+  j["notes"] = notes;
+  return j;
+}
+
+}  // namespace gpuplan::cli

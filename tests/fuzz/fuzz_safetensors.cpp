@@ -1,0 +1,19 @@
+// libFuzzer: any bytes are a safetensors header or a DataError; a parsed one sorts into a checkpoint whose byte
+// and parameter sums are finite and non-negative.
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include <gpuplan/checkpoint.h>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    const auto h = gpuplan::safetensors::parse_file_prefix(bytes, "fuzz", size);
+    const auto c = gpuplan::checkpoint_from({h}, "gptq", 4);
+    const auto w = gpuplan::stored_weights(c, 8);
+    if (w.total().in(gpuplan::unit::bytes) < 0 || w.language_params.in(gpuplan::unit::params) < 0) std::abort();
+  } catch (const gpuplan::DataError&) {
+  }
+  return 0;
+}

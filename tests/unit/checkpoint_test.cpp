@@ -1,0 +1,200 @@
+// Checkpoint headers: safetensors and GGUF parsing against hand-built bytes, tensor placement, packed parameter
+// counts, the GGUF architecture, and the serving estimator using stored bytes.
+#include <cstring>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <gpuplan/checkpoint.h>
+#include <gpuplan/memory/inference.h>
+#include <gpuplan/model_gguf.h>
+#include <gpuplan/model_presets.h>
+
+using namespace gpuplan;
+
+namespace {
+
+std::string le64(std::uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[std::size_t(i)] = char((v >> (8 * i)) & 0xff);
+  return s;
+}
+
+std::string safetensors_file(const std::string& header_json, std::size_t data) {
+  return le64(header_json.size()) + header_json + std::string(data, '\0');
+}
+
+// A minimal GGUF writer for the tests (the format as ggml/docs/gguf.md gives it).
+struct GgufWriter {
+  std::string b = "GGUF";
+  std::string kvs, infos;
+  int n_kv = 0, n_t = 0;
+  template <class T>
+  static std::string raw(T v) {
+    std::string s(sizeof(T), '\0');
+    std::memcpy(s.data(), &v, sizeof(T));
+    return s;
+  }
+  static std::string str(const std::string& s) { return raw<std::uint64_t>(s.size()) + s; }
+  GgufWriter& u32(const std::string& k, std::uint32_t v) {
+    kvs += str(k) + raw<std::uint32_t>(4) + raw(v), ++n_kv;
+    return *this;
+  }
+  GgufWriter& text(const std::string& k, const std::string& v) {
+    kvs += str(k) + raw<std::uint32_t>(8) + str(v), ++n_kv;
+    return *this;
+  }
+  GgufWriter& i32_array(const std::string& k, std::initializer_list<std::int32_t> v) {
+    kvs += str(k) + raw<std::uint32_t>(9) + raw<std::uint32_t>(5) + raw<std::uint64_t>(v.size());
+    for (auto x : v) kvs += raw(x);
+    ++n_kv;
+    return *this;
+  }
+  GgufWriter& tensor(const std::string& name, std::initializer_list<std::uint64_t> shape, std::uint32_t type) {
+    infos += str(name) + raw<std::uint32_t>(std::uint32_t(shape.size()));
+    for (auto d : shape) infos += raw(d);
+    infos += raw(type) + raw<std::uint64_t>(0), ++n_t;
+    return *this;
+  }
+  std::string bytes(std::uint32_t version = 3) const {
+    return b + raw(version) + raw<std::uint64_t>(std::uint64_t(n_t)) + raw<std::uint64_t>(std::uint64_t(n_kv)) + kvs +
+           infos;
+  }
+};
+
+GgufWriter small_llama() {
+  GgufWriter w;
+  w.text("general.architecture", "llama")
+      .u32("llama.block_count", 2)
+      .u32("llama.embedding_length", 256)
+      .u32("llama.feed_forward_length", 512)
+      .u32("llama.attention.head_count", 4)
+      .i32_array("llama.attention.head_count_kv", {2, 1})  // per layer: llama.cpp takes each; the largest sizes it
+      .u32("llama.vocab_size", 1000)
+      .tensor("token_embd.weight", {256, 1000}, 12)        // Q4_K: 144 bytes per 256
+      .tensor("blk.0.attn_q.weight", {256, 256}, 14)       // Q6_K: 210 bytes per 256
+      .tensor("blk.1.attn_norm.weight", {256}, 0)          // F32
+      .tensor("output.weight", {256, 1000}, 8);            // Q8_0: 34 bytes per 32
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors: tensors, byte ranges and dtype sizes from the header", "[checkpoint]") {
+  const std::string h = R"({"__metadata__":{"format":"pt"},)"
+                        R"("a":{"dtype":"BF16","shape":[3,4],"data_offsets":[0,24]},)"
+                        R"("b":{"dtype":"F4","shape":[3],"data_offsets":[24,26]},)"
+                        R"("c":{"dtype":"F8_E4M3","shape":[],"data_offsets":[26,27]}})";
+  const auto parsed = safetensors::parse_file_prefix(safetensors_file(h, 27), "t", 8 + h.size() + 27);
+  REQUIRE(parsed.tensors.size() == 3);
+  CHECK(parsed.metadata.at("format") == "pt");
+  CHECK(parsed.tensors[0].elements() == 12);
+  CHECK(parsed.tensors[1].bytes == 2);  // three 4-bit values round up to two bytes
+  CHECK(parsed.tensors[2].elements() == 1);  // a scalar
+  CHECK(parsed.data_bytes == 27);
+}
+
+TEST_CASE("safetensors: hostile headers are DataErrors before anything large is allocated", "[checkpoint]") {
+  CHECK(safetensors::header_length(le64(100'000'000), "t") == 100'000'000);
+  CHECK_THROWS_WITH(safetensors::header_length(le64(100'000'001), "t"), Catch::Contains("100 MB"));
+  CHECK_THROWS_WITH(safetensors::header_length("abc", "t"), Catch::Contains("shorter than 8 bytes"));
+  auto bad = [](const std::string& h) { return safetensors::parse_file_prefix(safetensors_file(h, 64), "t", 0); };
+  CHECK_THROWS_WITH(bad(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,8]}})"), Catch::Contains("shape"));
+  CHECK_THROWS_WITH(bad(R"({"a":{"dtype":"F32","shape":[-4],"data_offsets":[0,8]}})"), Catch::Contains("sizes"));
+  CHECK_THROWS_WITH(bad(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})"), Catch::Contains("order"));
+  CHECK_THROWS_WITH(bad(R"({"a":{"dtype":"F32"}})"), Catch::Contains("data_offsets"));
+  CHECK_THROWS_WITH(bad(R"([1,2])"), Catch::Contains("JSON object"));
+  CHECK_THROWS_WITH(
+      bad(R"({"a":{"dtype":"U8","shape":[1099511627776,1099511627776],"data_offsets":[0,1]}})"),
+      Catch::Contains("2^50"));
+  const std::string h = R"({"a":{"dtype":"U8","shape":[64],"data_offsets":[0,64]}})";
+  CHECK_THROWS_WITH(safetensors::parse_file_prefix(safetensors_file(h, 10), "t", 8 + h.size() + 10),
+                    Catch::Contains("past the end"));
+}
+
+TEST_CASE("gguf: metadata, per-layer arrays and tensor bytes by ggml block", "[checkpoint]") {
+  const auto h = gguf_file::parse_header(small_llama().bytes(), "t");
+  CHECK(h.version == 3);
+  CHECK(h.string("general.architecture") == "llama");
+  CHECK(h.integer("llama.block_count") == 2);
+  REQUIRE(h.tensors.size() == 4);
+  CHECK(h.tensors[0].bytes == 1000 * 144);
+  CHECK(h.tensors[1].bytes == 256 * 210);
+  CHECK(h.tensors[2].bytes == 256 * 4);
+  CHECK(h.tensors[3].bytes == 256 * 1000 / 32 * 34);
+  CHECK(gguf_file::ggml_type(39).bytes == 17);  // MXFP4: E8M0 scale + 16 bytes of E2M1
+  CHECK(gguf_file::ggml_type(4).name == nullptr);  // removed Q4_2
+}
+
+TEST_CASE("gguf: truncated, wrong and absurd headers", "[checkpoint]") {
+  const std::string full = small_llama().bytes();
+  CHECK_THROWS_AS(gguf_file::parse_header(full.substr(0, full.size() - 5), "t"), gguf_file::Truncated);
+  CHECK_THROWS_AS(gguf_file::parse_header(full.substr(0, 3), "t"), gguf_file::Truncated);
+  CHECK_THROWS_WITH(gguf_file::parse_header("GGUX" + full.substr(4), "t"), Catch::Contains("bad magic"));
+  CHECK_THROWS_WITH(gguf_file::parse_header(small_llama().bytes(1), "t"), Catch::Contains("version 1"));
+  GgufWriter w;
+  w.tensor("x", {100}, 12);  // 100 is not a whole Q4_K block
+  CHECK_THROWS_WITH(gguf_file::parse_header(w.bytes(), "t"), Catch::Contains("whole Q4_K blocks"));
+  GgufWriter removed;
+  removed.tensor("x", {32}, 31);
+  CHECK_THROWS_WITH(gguf_file::parse_header(removed.bytes(), "t"), Catch::Contains("unknown ggml type 31"));
+  std::string absurd = full.substr(0, 16) + GgufWriter::raw<std::uint64_t>(std::uint64_t(1) << 40);
+  CHECK_THROWS_WITH(gguf_file::parse_header(absurd, "t"), Catch::Contains("absurd"));
+}
+
+TEST_CASE("model_from_gguf: the shape llama.cpp reads, untied when output.weight exists", "[checkpoint]") {
+  const ModelSpec s = model_from_gguf(gguf_file::parse_header(small_llama().bytes(), "t"), "t");
+  CHECK(s.layers == 2);
+  CHECK(s.hidden == 256);
+  CHECK(s.kv_heads == 2);
+  CHECK(s.head_dim == 64);
+  CHECK(s.vocab == 1000);
+  CHECK_FALSE(s.tied_embeddings);
+  GgufWriter none;
+  none.u32("llama.block_count", 2);
+  CHECK_THROWS_WITH(model_from_gguf(gguf_file::parse_header(none.bytes(), "t"), "t"),
+                    Catch::Contains("general.architecture"));
+}
+
+TEST_CASE("checkpoint: tensors placed by name, packed formats counted as weights", "[checkpoint]") {
+  Checkpoint c;
+  c.format = "safetensors";
+  c.quantization = "gptq";
+  c.tensors = {
+      {"model.embed_tokens.weight", "F16", 1000, 2000},
+      {"model.layers.0.self_attn.q_proj.qweight", "I32", 512 * 4096 / 8, 512 * 4096 / 2},  // 8 weights per int32
+      {"model.layers.0.self_attn.q_proj.scales", "F16", 4 * 4096, 2 * 4 * 4096},             // bytes, no weights
+      {"model.language_model.layers.1.mlp.experts.gate_up_proj_blocks", "U8", 100, 100},    // MXFP4: 2 per byte
+      {"model.layers.2.mlp.down_proj.weight", "BF16", 10, 20},                              // past the layers: MTP
+      {"model.vision_tower.transformer.layers.0.attention.q_proj.weight", "BF16", 10, 20},
+      {"transformer.h.1.attn.c_attn.weight", "F32", 5, 20},
+      {"lm_head.weight", "F16", 1000, 2000},
+  };
+  const StoredWeights w = stored_weights(c, 2);
+  CHECK(w.language.embedding.in(unit::bytes) == 2000);
+  CHECK(w.language.output.in(unit::bytes) == 2000);
+  CHECK(w.language.per_layer[0].in(unit::bytes) == 512 * 4096 / 2 + 8 * 4096);
+  CHECK(w.language.per_layer[1].in(unit::bytes) == 100 + 20);
+  CHECK(w.language_params.in(unit::params) == 1000 + 512 * 4096 + 200 + 5 + 1000);
+  CHECK(w.other.in(unit::bytes) == 40);
+  CHECK(w.other_parts.count("vision_tower") == 1);
+  CHECK(w.other_parts.count("extra layers (MTP)") == 1);
+  CHECK(stored_language_weights(w, c).nearest == WeightFormat::gptq_int4);
+}
+
+TEST_CASE("serving: stored bytes are the weights unless --weights names a format", "[checkpoint]") {
+  const ModelSpec& s = find_preset("llama-3.1-8b").spec;
+  InferenceWorkload w;
+  StoredWeightBytes stored;
+  stored.bytes.per_layer.assign(std::size_t(s.layers), Bytes(1e8));
+  stored.bytes.layers = Bytes(1e8 * double(s.layers));
+  stored.bytes.embedding = Bytes(5e8);
+  stored.bytes.output = Bytes(6e8);
+  stored.nearest = WeightFormat::q4_k_m;
+  stored.label = "test";
+  w.stored = stored;
+  const auto e = estimate_inference_memory(s, w);
+  CHECK(e.weight_bytes.in(unit::bytes) == Approx(1e8 * 32 + 5e8 + 6e8));
+  CHECK(e.weights == WeightFormat::q4_k_m);
+  w.weights = WeightFormat::bf16;
+  CHECK(estimate_inference_memory(s, w).weight_bytes.in(unit::bytes) == Approx(8'030'261'248.0 * 2));
+}

@@ -43,16 +43,13 @@ struct StoredWeights {
 namespace detail {
 
 inline bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-inline bool ends_with(std::string_view s, std::string_view e) {
-  return s.size() >= e.size() && s.substr(s.size() - e.size()) == e;
-}
 
 // Quantisation side tensors (scales, zero points, group indices, bitsandbytes state): bytes, not parameters.
 inline bool is_quant_aux(std::string_view n) {
   for (std::string_view e : {".qzeros", ".scales", ".g_idx", "_scale", "_scale_inv", "_zero_point", ".weight_shape",
                              "_scales", ".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map", ".SCB",
                              ".weight_format", ".quant_state.bitsandbytes__nf4", ".quant_state.bitsandbytes__fp4"})
-    if (ends_with(n, e)) return true;
+    if (n.ends_with(e)) return true;
   return false;
 }
 
@@ -61,9 +58,9 @@ inline std::int64_t logical_params(const StoredTensor& t, const Checkpoint& c) {
   if (c.format == "gguf") return t.elements;
   if (is_quant_aux(t.name)) return 0;
   const std::string_view n = t.name;
-  if ((ends_with(n, ".qweight") || ends_with(n, ".weight_packed")) && (t.dtype == "I32" || t.dtype == "U32"))
+  if ((n.ends_with(".qweight") || n.ends_with(".weight_packed")) && (t.dtype == "I32" || t.dtype == "U32"))
     return t.elements * (32 / c.packed_bits);
-  if (ends_with(n, "_blocks") && t.dtype == "U8") return t.elements * 2;  // MXFP4: two E2M1 values per byte
+  if (n.ends_with("_blocks") && t.dtype == "U8") return t.elements * 2;  // MXFP4: two E2M1 values per byte
   if (c.quantization == "bitsandbytes" && t.dtype == "U8") return t.elements * 2;  // bnb 4-bit packs 2 per byte
   return t.elements;
 }
@@ -77,7 +74,7 @@ inline std::int64_t place(std::string_view n, std::int64_t layers, std::string& 
       return -3;
     }
   for (std::string_view prefix : {"layers.", "h.", "blk."}) {
-    std::size_t at = n.rfind(prefix, 0) == 0 ? 0 : n.find(std::string(".") + std::string(prefix));
+    std::size_t at = n.starts_with(prefix) ? 0 : n.find(std::string(".") + std::string(prefix));
     if (at == std::string_view::npos) continue;
     at += (at == 0 ? 0 : 1) + prefix.size();
     std::int64_t l = 0;
@@ -88,13 +85,13 @@ inline std::int64_t place(std::string_view n, std::int64_t layers, std::string& 
     part = "extra layers (MTP)";
     return -3;
   }
-  for (std::string_view m : {"embed_tokens", ".wte.", "wte.", ".wpe.", "wpe.", "embed_in", "token_embd"})
-    if (has(n, m) || n.rfind(m, 0) == 0) return -2;
+  for (std::string_view m : {"embed_tokens", "wte.", "wpe.", "embed_in", "token_embd"})
+    if (has(n, m)) return -2;
   // The head and what sits beside it: llama.cpp's rope_freqs (Llama 3.1's rope scaling factors) loads with it.
   for (std::string_view m : {"lm_head", "embed_out", "output.", "output_norm", "model.norm.", "ln_f.",
                              "final_layer_norm", "final_layernorm", "language_model.norm.", "rope_freqs"})
-    if (has(n, m) || n.rfind(m, 0) == 0) return -1;
-  if (n.rfind("norm.", 0) == 0) return -1;
+    if (has(n, m)) return -1;
+  if (n.starts_with("norm.")) return -1;
   part = std::string(n.substr(0, n.find('.')));
   return -3;
 }
@@ -183,7 +180,7 @@ inline StoredWeightBytes stored_language_weights(const StoredWeights& w, const C
   else if (q == "awq") r.nearest = WeightFormat::awq_int4;
   else if (q == "mxfp4") r.nearest = WeightFormat::mxfp4;
   else if (q == "bitsandbytes") r.nearest = dtype == "U8" ? WeightFormat::nf4 : WeightFormat::int8;
-  else if (dtype.rfind("F8", 0) == 0) r.nearest = WeightFormat::fp8;
+  else if (dtype.starts_with("F8")) r.nearest = WeightFormat::fp8;
   else if (dtype == "I8") r.nearest = WeightFormat::int8;
   else if (dtype == "F32") r.nearest = WeightFormat::fp32;
   else if (dtype == "F16") r.nearest = WeightFormat::fp16;

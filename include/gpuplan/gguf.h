@@ -105,6 +105,7 @@ class Reader {
     return v;
   }
   std::string string() {
+    // The longest real strings are chat templates and licences (tens of KB); 16 MiB bounds a hostile length.
     const auto n = scalar<std::uint64_t>();
     if (n > (1u << 24)) throw DataError(where_ + ": GGUF string of " + std::to_string(n) + " bytes (limit 16 MiB)");
     need(n);

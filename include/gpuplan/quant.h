@@ -111,10 +111,7 @@ inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t laye
 inline TensorRole role_of(const ParamGroup& g) {
   if (!g.is_matrix()) return TensorRole::norm_or_bias;
   const std::string& m = g.module;
-  auto ends = [&](const char* s) {
-    const std::string t(s);
-    return m.size() >= t.size() && m.compare(m.size() - t.size(), t.size(), t) == 0;
-  };
+  auto ends = [&](const char* s) { return m.ends_with(s); };
   if (m == "embed_tokens" || m == "wte" || m == "wpe") return TensorRole::embedding;
   if (m == "lm_head") return TensorRole::output;
   if (ends("v_proj")) return TensorRole::attn_v;

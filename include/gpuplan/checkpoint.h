@@ -69,8 +69,9 @@ inline std::int64_t logical_params(const StoredTensor& t, const Checkpoint& c) {
 inline std::int64_t place(std::string_view n, std::int64_t layers, std::string& part) {
   for (std::string_view m : {"vision", "visual", "image", "multi_modal", "mm_projector", "audio", "speech"})
     if (has(n, m)) {
-      part = std::string(n.substr(0, n.find('.')));
-      if (part == "model") part = std::string(n.substr(6, n.find('.', 6) - 6));
+      // The top-level module, under transformers' "model." wrapper when there is one (model.vision_tower.…).
+      const std::string_view inner = n.starts_with("model.") ? n.substr(std::string_view("model.").size()) : n;
+      part = std::string(inner.substr(0, inner.find('.')));
       return -3;
     }
   for (std::string_view prefix : {"layers.", "h.", "blk."}) {

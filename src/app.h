@@ -188,6 +188,7 @@ ExitCode run_generate(const CLI::App& app, const GenerateOptions& o, std::ostrea
 
 struct ModelsOptions {
   std::string format = "table";
+  std::string search;  // words that must all appear in a preset's id, aliases, name or model_type
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& o);

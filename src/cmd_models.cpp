@@ -1,4 +1,8 @@
 // gpuplan models: the built-in presets.
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -10,14 +14,36 @@ namespace gpuplan::cli {
 
 void setup_models(CLI::App& app, ModelsOptions& o) {
   auto* cmd = app.add_subcommand("models", "List the built-in model presets");
-  cmd->footer("Example:\n  gpuplan models --format json");
+  cmd->footer("Examples:\n  gpuplan models --search qwen3\n  gpuplan models --search \"llama 70b\" --format json");
+  cmd->add_option("--search", o.search,
+                  "Only presets whose id, aliases, name or model_type contain every word (case-insensitive)");
   cmd->add_option("--format", o.format, "table (default) | json | csv | md");
 }
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+bool matches(const ModelPreset& p, const std::string& search) {
+  std::string hay = p.id + " " + p.name + " " + p.spec.model_type;
+  for (const auto& a : p.aliases) hay += " " + a;
+  hay = lower(hay);
+  std::istringstream words(lower(search));
+  for (std::string w; words >> w;)
+    if (hay.find(w) == std::string::npos) return false;
+  return true;
+}
+
+}  // namespace
 
 ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
   const Format format = parse_format(o.format);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& p : builtin_presets()) {
+    if (!matches(p, o.search)) continue;
     const ParamCounts c = count_params(p.spec);
     list.push_back({{"id", p.id},
                     {"aliases", p.aliases},
@@ -39,11 +65,23 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
     render_rows({"id", "model_type", "params", "active_params", "name", "source"}, rows, format == Format::md, out);
     return ExitCode::ok;
   }
-  fmt::print(out, "{:<16} {:<13} {:>18} {:>18}  {}\n", "id", "model_type", "params", "active params", "name");
+  if (list.empty()) {
+    fmt::print(out, "no preset matches \"{}\" (a Hub id org/name or a local path works with --model too)\n", o.search);
+    return ExitCode::ok;
+  }
+  std::size_t id_w = 2, type_w = 10;
+  for (const auto& m : list) {
+    id_w = std::max(id_w, m["id"].get<std::string>().size());
+    type_w = std::max(type_w, m["model_type"].get<std::string>().size());
+  }
+  const auto row = [&](const std::string& id, const std::string& type, const std::string& n, const std::string& a,
+                       const std::string& name) {
+    fmt::print(out, "{:<{}}  {:<{}}  {:>18}  {:>18}  {}\n", id, id_w, type, type_w, n, a, name);
+  };
+  row("id", "model_type", "params", "active params", "name");
   for (const auto& m : list)
-    fmt::print(out, "{:<16} {:<13} {:>18} {:>18}  {}\n", m["id"].get<std::string>(), m["model_type"].get<std::string>(),
-               grouped(m["params"].get<std::int64_t>()), grouped(m["active_params"].get<std::int64_t>()),
-               m["name"].get<std::string>());
+    row(m["id"].get<std::string>(), m["model_type"].get<std::string>(), grouped(m["params"].get<std::int64_t>()),
+        grouped(m["active_params"].get<std::int64_t>()), m["name"].get<std::string>());
   return ExitCode::ok;
 }
 

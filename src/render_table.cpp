@@ -30,6 +30,17 @@ void model_lines(const json& r, std::ostream& out) {
              m["num_kv_heads"].get<std::int64_t>(), m["head_dim"].get<std::int64_t>(),
              m["intermediate_size"].get<std::int64_t>(), m["vocab_size"].get<std::int64_t>(),
              m["tied_embeddings"].get<bool>() ? ", tied embeddings" : "");
+  if (m.contains("layer_kinds")) {
+    const json& k = m["layer_kinds"];
+    fmt::print(out, "           layers: {} full attention", k["full_attention"].get<std::int64_t>());
+    if (k["windowed"].get<std::int64_t>() > 0)
+      fmt::print(out, ", {} {} of {} tokens", k["windowed"].get<std::int64_t>(),
+                 m.contains("attention_chunk_size") ? "chunked" : "sliding-window",
+                 m.value("attention_chunk_size", m.value("sliding_window", std::int64_t(0))));
+    if (k["linear_attention"].get<std::int64_t>() > 0)
+      fmt::print(out, ", {} linear attention (fixed state)", k["linear_attention"].get<std::int64_t>());
+    fmt::print(out, "\n");
+  }
   if (m["model_type"] == "derived")
     fmt::print(out, "           (shape derived from --params: Llama-2-style decoder, see README)\n");
   if (!m.contains("source")) return;

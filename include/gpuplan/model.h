@@ -23,7 +23,8 @@ struct MoeSpec {
   std::int64_t shared_experts = 0;      // always-active experts (DeepSeek: count; Qwen2-MoE: 1 of shared width)
   std::int64_t shared_intermediate = 0; // width of one shared expert
   bool shared_gate = false;             // Qwen2-MoE: sigmoid gate h→1 on the shared expert
-  bool router_bias = false;             // DeepSeek-V3: e_score_correction_bias (E values per layer)
+  bool router_bias = false;             // DeepSeek-V3 / GLM-4.5: e_score_correction_bias (E values per layer)
+  bool router_linear_bias = false;      // gpt-oss: the router is a Linear with a bias
 };
 
 struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)
@@ -32,6 +33,22 @@ struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+};
+
+// Gated DeltaNet linear attention (Qwen3-Next, HF Qwen3NextGatedDeltaNet): a fixed recurrent state per sequence
+// instead of a KV cache that grows with the context.
+struct LinearAttentionSpec {
+  std::int64_t key_heads = 0;
+  std::int64_t value_heads = 0;
+  std::int64_t key_head_dim = 0;
+  std::int64_t value_head_dim = 0;
+  std::int64_t conv_kernel = 0;  // causal depthwise conv1d over q, k, v
+  std::int64_t key_dim() const { return key_heads * key_head_dim; }
+  std::int64_t value_dim() const { return value_heads * value_head_dim; }
+  std::int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+  // Elements one sequence keeps per layer: the conv window over q, k, v and one key×value state per value head.
+  std::int64_t conv_state() const { return conv_dim() * conv_kernel; }
+  std::int64_t recurrent_state() const { return value_heads * key_head_dim * value_head_dim; }
 };
 
 struct ModelSpec {
@@ -53,11 +70,20 @@ struct ModelSpec {
   bool o_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;              // Qwen3 / Gemma 3: RMSNorm over head_dim on q and k
+  bool qk_norm_full = false;         // OLMo 2: the q/k RMSNorm spans all heads (q_dim, kv_dim), not head_dim
+  bool attn_sinks = false;           // gpt-oss: one learned sink logit per head and layer
+  bool attn_output_gate = false;     // Qwen3-Next: q_proj also emits a sigmoid gate on the attention output
+  bool lm_head_bias = false;         // Phi-3.5-MoE
   int norms_per_layer = 2;           // Gemma 2/3: 4 (pre/post attention and feed-forward)
   std::int64_t learned_positions = 0;  // GPT-2: wpe rows (n_positions); 0 for rotary models
   std::int64_t max_positions = 0;
   std::int64_t sliding_window = 0;     // 0: none
-  std::vector<bool> sliding_layers;    // per layer: true = sliding-window attention (empty = none)
+  std::vector<bool> sliding_layers;    // per layer: true = sliding-window (or Llama 4 chunked) attention
+  bool chunked_attention = false;      // Llama 4: the windowed layers attend within fixed chunks of sliding_window
+  std::vector<bool> linear_layers;     // per layer: true = linear attention (empty = none)
+  LinearAttentionSpec linear;
+  double rope_theta = 0;               // rotary base (0: none or not given)
+  double partial_rotary = 1.0;         // fraction of head_dim that is rotated (GLM-4.5 0.5, Qwen3-Next 0.25)
   bool parallel_residual = false;      // GPT-NeoX
   double dropout = 0.0;                // HF training dropout on attention/residual/embeddings (GPT-2: 0.1)
   double final_logit_softcap = 0.0;    // Gemma 2: logits = cap · tanh(logits / cap)
@@ -77,6 +103,9 @@ struct ModelSpec {
   }
   bool is_sliding_layer(std::int64_t l) const {
     return sliding_window > 0 && !sliding_layers.empty() && sliding_layers[static_cast<std::size_t>(l)];
+  }
+  bool is_linear_layer(std::int64_t l) const {
+    return !linear_layers.empty() && linear_layers[static_cast<std::size_t>(l)];
   }
 };
 
@@ -148,17 +177,31 @@ inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
       if (s.model_type == "phi3") {
         add_linear(v, "qkv_proj", q + 2 * kv, h, s.qkv_bias);
       } else {
-        add_linear(v, "q_proj", q, h, s.qkv_bias);
+        add_linear(v, "q_proj", s.attn_output_gate ? 2 * q : q, h, s.qkv_bias);
         add_linear(v, "k_proj", kv, h, s.qkv_bias);
         add_linear(v, "v_proj", kv, h, s.qkv_bias);
       }
       add_linear(v, "o_proj", h, q, s.o_bias);
       if (s.qk_norm) {
-        add(v, "q_norm", s.head_dim, 1, false);
-        add(v, "k_norm", s.head_dim, 1, false);
+        add(v, "q_norm", s.qk_norm_full ? q : s.head_dim, 1, false);
+        add(v, "k_norm", s.qk_norm_full ? kv : s.head_dim, 1, false);
       }
+      if (s.attn_sinks) add(v, "sinks", s.heads, 1, false);
       break;
   }
+}
+
+// HF Qwen3NextGatedDeltaNet: one projection to q, k, v and the output gate z, one to the per-head beta and decay
+// inputs, a depthwise causal conv1d over q, k, v, per-head dt_bias and A_log, a gated RMSNorm over value_head_dim.
+inline void add_linear_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
+  const auto& a = s.linear;
+  add_linear(v, "in_proj_qkvz", 2 * a.key_dim() + 2 * a.value_dim(), s.hidden, false);
+  add_linear(v, "in_proj_ba", 2 * a.value_heads, s.hidden, false);
+  add(v, "conv1d", a.conv_dim() * a.conv_kernel, 1, false);
+  add(v, "dt_bias", a.value_heads, 1, false);
+  add(v, "A_log", a.value_heads, 1, false);
+  add(v, "norm", a.value_head_dim, 1, false);
+  add_linear(v, "out_proj", s.hidden, a.value_dim(), false);
 }
 
 inline void add_dense_mlp(std::vector<ParamGroup>& v, const ModelSpec& s, std::int64_t width, const std::string& prefix,
@@ -191,7 +234,7 @@ inline void add_dense_mlp(std::vector<ParamGroup>& v, const ModelSpec& s, std::i
 
 inline void add_moe(std::vector<ParamGroup>& v, const ModelSpec& s) {
   const auto& m = s.moe;
-  add_linear(v, "gate", m.experts, s.hidden, false);  // router
+  add_linear(v, "gate", m.experts, s.hidden, m.router_linear_bias);  // router
   if (m.router_bias) add(v, "gate.e_score_correction_bias", m.experts, 1, false);
   add_dense_mlp(v, s, m.intermediate, "experts.", m.experts, true);
   if (m.shared_experts > 0) add_dense_mlp(v, s, m.shared_intermediate * m.shared_experts, "shared_experts.");
@@ -205,7 +248,8 @@ inline std::vector<ParamGroup> layer_params(const ModelSpec& s, std::int64_t lay
   const std::int64_t h = s.hidden;
   const bool gpt = s.family != Family::llama;
   detail::add_norm(v, s, gpt ? (s.family == Family::gpt2 ? "ln_1" : "input_layernorm") : "input_layernorm", h);
-  detail::add_attention(v, s);
+  if (s.is_linear_layer(layer)) detail::add_linear_attention(v, s);
+  else detail::add_attention(v, s);
   detail::add_norm(v, s, s.family == Family::gpt2 ? "ln_2" : "post_attention_layernorm", h);
   for (int extra = 2; extra < s.norms_per_layer; ++extra) detail::add_norm(v, s, "feedforward_layernorm", h);
   if (s.is_moe_layer(layer)) detail::add_moe(v, s);
@@ -221,6 +265,7 @@ inline ParamInventory param_inventory(const ModelSpec& s) {
   for (std::int64_t l = 0; l < s.layers; ++l) inv.per_layer.push_back(layer_params(s, l));
   detail::add_norm(inv.head, s, s.family == Family::gpt2 ? "ln_f" : "norm", s.hidden);
   if (!s.tied_embeddings) detail::add(inv.head, "lm_head", s.vocab, s.hidden, true);
+  if (s.lm_head_bias) detail::add(inv.head, "lm_head.bias", s.vocab, 1, false);
   return inv;
 }
 

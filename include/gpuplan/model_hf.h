@@ -1,9 +1,12 @@
 // Hugging Face config.json → ModelSpec, one function per model_type family.
 #pragma once
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <utility>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -23,8 +26,9 @@ class HfConfig {
     // transformers' attribute_map: one field, two names across versions and families (transformers 5 writes
     // Qwen3-MoE's expert count as num_local_experts, 4.x as num_experts). Either name fills the other.
     static constexpr std::pair<const char*, const char*> aliases[] = {
-        {"num_experts", "num_local_experts"}, {"n_routed_experts", "num_local_experts"},
-        {"num_experts_per_tok", "num_experts_per_token"}, {"num_experts_per_tok", "moe_topk"}};
+        {"n_routed_experts", "num_local_experts"}, {"num_experts", "num_local_experts"},
+        {"num_experts_per_tok", "num_experts_per_token"}, {"num_experts_per_tok", "moe_topk"},
+        {"num_experts_per_tok", "experts_per_token"}};
     if (!j_.is_object()) return;
     for (const auto& [a, b] : aliases) {
       if (!has(a) && has(b)) j_[a] = j_[b];
@@ -74,22 +78,76 @@ inline void read_attention_shape(ModelSpec& s, const HfConfig& c) {
   s.max_positions = c.integer("max_position_embeddings", 0);
 }
 
-// layer_types (transformers ≥ 4.53) names each layer's attention; older configs give sliding_window alone.
-inline void read_sliding(ModelSpec& s, const HfConfig& c, bool all_layers_when_no_types) {
-  const std::int64_t window = c.integer("sliding_window", 0);
-  if (c.has("use_sliding_window") && !c.boolean("use_sliding_window", false)) return;  // Qwen2: off by default
-  if (window <= 0) return;
-  s.sliding_window = window;
-  s.sliding_layers.assign(static_cast<std::size_t>(s.layers), all_layers_when_no_types);
-  if (c.has("layer_types")) {
-    const auto& t = c.raw()["layer_types"];
-    if (!t.is_array() || static_cast<std::int64_t>(t.size()) != s.layers)
-      throw DataError(c.where() + ": layer_types must list one entry per layer");
-    for (std::size_t l = 0; l < t.size(); ++l) {
-      if (!t[l].is_string()) throw DataError(c.where() + ": layer_types entries must be strings");
-      s.sliding_layers[l] = t[l].get<std::string>() == "sliding_attention";
-    }
+// Each layer's attention: layer_types (transformers ≥ 4.53) where the config lists it, else the family's pattern.
+// Windowed layers (sliding, or Llama 4's chunked) keep at most sliding_window tokens; linear ones a fixed state.
+inline std::string default_layer_type(const ModelSpec& s, const HfConfig& c, const std::string& type, std::int64_t l) {
+  if (type == "mistral" || type == "mixtral" || type == "phi3" || type == "phimoe") return "sliding_attention";
+  if (type == "gemma2" || type == "gpt_oss") return l % 2 == 0 ? "sliding_attention" : "full_attention";
+  if (type == "gemma3_text") {
+    const std::int64_t pattern = std::max<std::int64_t>(1, c.integer("sliding_window_pattern", 6));  // 5 local : 1
+    return (l + 1) % pattern != 0 ? "sliding_attention" : "full_attention";
   }
+  if (type == "llama4_text") {  // no_rope_layers: 1 = a RoPE layer, which attends within its chunk; 0 = global NoPE
+    if (c.has("no_rope_layers")) {
+      const auto& r = c.raw()["no_rope_layers"];
+      if (!r.is_array() || static_cast<std::int64_t>(r.size()) != s.layers || !r[std::size_t(l)].is_number_integer())
+        throw DataError(c.where() + ": no_rope_layers must list 0 or 1 per layer");
+      return r[std::size_t(l)].get<std::int64_t>() != 0 ? "chunked_attention" : "full_attention";
+    }
+    const std::int64_t every = std::max<std::int64_t>(1, c.integer("no_rope_layer_interval", 4));
+    return (l + 1) % every != 0 ? "chunked_attention" : "full_attention";
+  }
+  if (type == "qwen3_next") {
+    const std::int64_t every = std::max<std::int64_t>(1, c.integer("full_attention_interval", 4));
+    return (l + 1) % every != 0 ? "linear_attention" : "full_attention";
+  }
+  return "full_attention";
+}
+
+inline void read_layer_types(ModelSpec& s, const HfConfig& c, const std::string& type) {
+  std::int64_t window = c.integer("sliding_window", 0);
+  if (c.has("use_sliding_window") && !c.boolean("use_sliding_window", false)) window = 0;  // Qwen2: off by default
+  if (type == "llama4_text") {
+    window = c.integer("attention_chunk_size", 0);
+    s.chunked_attention = window > 0;
+  }
+  const bool listed = c.has("layer_types");
+  const nlohmann::json* types = listed ? &c.raw()["layer_types"] : nullptr;
+  if (listed && (!types->is_array() || static_cast<std::int64_t>(types->size()) != s.layers))
+    throw DataError(c.where() + ": layer_types must list one entry per layer");
+  s.sliding_layers.assign(static_cast<std::size_t>(s.layers), false);
+  s.linear_layers.assign(static_cast<std::size_t>(s.layers), false);
+  bool any_linear = false;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    if (listed && !(*types)[i].is_string()) throw DataError(c.where() + ": layer_types entries must be strings");
+    const std::string t = listed ? (*types)[i].get<std::string>() : default_layer_type(s, c, type, l);
+    if (t != "full_attention" && t != "sliding_attention" && t != "chunked_attention" && t != "linear_attention")
+      throw DataError(c.where() + ": unsupported layer type \"" + t + "\"");
+    s.sliding_layers[i] = window > 0 && (t == "sliding_attention" || t == "chunked_attention");
+    s.linear_layers[i] = t == "linear_attention";
+    any_linear = any_linear || s.linear_layers[i];
+  }
+  s.sliding_window = std::find(s.sliding_layers.begin(), s.sliding_layers.end(), true) != s.sliding_layers.end() ? window : 0;
+  if (s.sliding_window == 0) s.sliding_layers.clear();
+  if (!any_linear) s.linear_layers.clear();
+}
+
+// RoPE: transformers 5 nests it as rope_parameters {rope_theta, partial_rotary_factor, rope_type, ...}; 4.x
+// writes rope_theta and partial_rotary_factor at the top level (rope_scaling beside them).
+inline void read_rope(ModelSpec& s, const HfConfig& c) {
+  if (c.has("rope_parameters")) {
+    const auto& r = c.raw()["rope_parameters"];
+    if (!r.is_object()) throw DataError(c.where() + ": rope_parameters must be an object");
+    const HfConfig rc(r, c.where() + ": rope_parameters");
+    s.rope_theta = rc.number("rope_theta", 0.0);
+    s.partial_rotary = rc.number("partial_rotary_factor", c.number("partial_rotary_factor", 1.0));
+  } else {
+    s.rope_theta = c.number("rope_theta", 0.0);
+    s.partial_rotary = c.number("partial_rotary_factor", 1.0);
+  }
+  if (!(s.rope_theta >= 0) || !(s.partial_rotary > 0 && s.partial_rotary <= 1))
+    throw DataError(c.where() + ": rope_theta must be ≥ 0 and partial_rotary_factor in (0, 1]");
 }
 
 inline void set_moe_layers(ModelSpec& s, std::int64_t first_dense, std::int64_t every) {
@@ -99,42 +157,35 @@ inline void set_moe_layers(ModelSpec& s, std::int64_t first_dense, std::int64_t 
     if ((l + 1) % every == 0 || every == 1) s.moe_layers[static_cast<std::size_t>(l)] = true;
 }
 
-inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
-  ModelSpec s;
-  s.model_type = type;
-  s.family = Family::llama;
-  read_attention_shape(s, c);
-  s.intermediate = c.integer("intermediate_size");
-  s.activation = c.string("hidden_act", c.string("hidden_activation", "silu"));
-  s.dropout = c.number("attention_dropout", 0.0);
-  const bool gemma = type.rfind("gemma", 0) == 0;
-  s.tied_embeddings = c.boolean("tie_word_embeddings", gemma);  // Gemma ties by default, Llama does not
-  s.qkv_bias = c.boolean("attention_bias", type == "qwen2" || type == "qwen2_moe");
-  if (type == "qwen2" || type == "qwen2_moe") s.qkv_bias = true;  // Qwen2 q/k/v always carry a bias
-  s.mlp_bias = c.boolean("mlp_bias", false);
-  if (type == "llama") s.o_bias = s.qkv_bias;  // LlamaAttention puts attention_bias on o_proj too
-  s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
-  s.norms_per_layer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
-  s.final_logit_softcap = c.number("final_logit_softcapping", 0.0);
-  s.attn_logit_softcap = c.number("attn_logit_softcapping", 0.0);
-  read_sliding(s, c, type == "mistral" || type == "mixtral" || type == "phi3");
-  if (type == "gemma2" && s.sliding_window > 0 && !c.has("layer_types"))
-    for (std::int64_t l = 0; l < s.layers; ++l) s.sliding_layers[static_cast<std::size_t>(l)] = l % 2 == 0;
-  if (type == "gemma3_text" && s.sliding_window > 0 && !c.has("layer_types")) {
-    const std::int64_t pattern = c.integer("sliding_window_pattern", 6);  // 5 local : 1 global
-    for (std::int64_t l = 0; l < s.layers; ++l)
-      s.sliding_layers[static_cast<std::size_t>(l)] = (l + 1) % pattern != 0;
-  }
-  if (type == "mixtral") {
-    s.moe.experts = c.integer("num_local_experts");
-    s.moe.experts_per_token = c.integer("num_experts_per_tok");
-    s.moe.intermediate = s.intermediate;
+inline void read_routed_experts(ModelSpec& s, const HfConfig& c, const char* width_field) {
+  s.moe.experts = c.integer("num_experts");
+  s.moe.experts_per_token = c.integer("num_experts_per_tok");
+  s.moe.intermediate = c.integer(width_field);
+}
+
+inline void read_mla(ModelSpec& s, const HfConfig& c) {
+  s.mla_enabled = true;
+  s.mla.q_lora_rank = c.integer("q_lora_rank", 0);
+  s.mla.kv_lora_rank = c.integer("kv_lora_rank");
+  s.mla.qk_nope_head_dim = c.integer("qk_nope_head_dim");
+  s.mla.qk_rope_head_dim = c.integer("qk_rope_head_dim");
+  s.mla.v_head_dim = c.integer("v_head_dim");
+  s.head_dim = s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim;
+  s.kv_heads = s.heads;  // MLA expands to one key/value per head
+}
+
+// The feed-forward blocks: which layers route to experts, how many, how wide, and what is shared.
+inline void read_moe(ModelSpec& s, const HfConfig& c, const std::string& type) {
+  if (type == "mixtral" || type == "phimoe" || type == "granitemoe" || type == "granitemoeshared" ||
+      type == "gpt_oss") {
+    read_routed_experts(s, c, "intermediate_size");  // every layer is MoE; intermediate_size is one expert's
+    s.moe.router_linear_bias = type == "gpt_oss";
+    s.moe.shared_intermediate = type == "granitemoeshared" ? c.integer("shared_intermediate_size", 0) : 0;
+    s.moe.shared_experts = s.moe.shared_intermediate > 0 ? 1 : 0;
     set_moe_layers(s, 0, 1);
-  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
-    s.moe.experts = c.integer("num_experts");
-    s.moe.experts_per_token = c.integer("num_experts_per_tok");
-    s.moe.intermediate = c.integer("moe_intermediate_size");
-    if (type == "qwen2_moe") {
+  } else if (type == "qwen2_moe" || type == "qwen3_moe" || type == "qwen3_next") {
+    read_routed_experts(s, c, "moe_intermediate_size");
+    if (type != "qwen3_moe") {  // one shared expert behind a sigmoid gate
       s.moe.shared_intermediate = c.integer("shared_expert_intermediate_size", 0);
       s.moe.shared_experts = s.moe.shared_intermediate > 0 ? 1 : 0;
       s.moe.shared_gate = s.moe.shared_experts > 0;
@@ -147,25 +198,62 @@ inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
         if (l.is_number_integer() && l.get<std::int64_t>() >= 0 && l.get<std::int64_t>() < s.layers)
           s.moe_layers[static_cast<std::size_t>(l.get<std::int64_t>())] = false;
     }
-  } else if (type == "deepseek_v3" || type == "deepseek_v2") {
-    s.mla_enabled = true;
-    s.mla.q_lora_rank = c.integer("q_lora_rank", 0);
-    s.mla.kv_lora_rank = c.integer("kv_lora_rank");
-    s.mla.qk_nope_head_dim = c.integer("qk_nope_head_dim");
-    s.mla.qk_rope_head_dim = c.integer("qk_rope_head_dim");
-    s.mla.v_head_dim = c.integer("v_head_dim");
-    s.head_dim = s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim;
-    s.kv_heads = s.heads;  // MLA expands to one key/value per head
-    s.moe.experts = c.integer("n_routed_experts", 0);
-    if (s.moe.experts > 0) {
-      s.moe.experts_per_token = c.integer("num_experts_per_tok");
-      s.moe.intermediate = c.integer("moe_intermediate_size");
-      s.moe.shared_experts = c.integer("n_shared_experts", 0);
-      s.moe.shared_intermediate = s.moe.intermediate;
-      s.moe.router_bias = type == "deepseek_v3";  // noaux_tc routing keeps a per-expert score bias
-      set_moe_layers(s, c.integer("first_k_dense_replace", 0), c.integer("moe_layer_freq", 1));
-    }
+  } else if (type == "llama4_text") {  // routed experts and one shared expert of intermediate_size; dense layers wider
+    read_routed_experts(s, c, "intermediate_size");
+    s.intermediate = c.integer("intermediate_size_mlp", s.intermediate);
+    s.moe.shared_experts = 1;
+    s.moe.shared_intermediate = s.moe.intermediate;
+    set_moe_layers(s, 0, c.integer("interleave_moe_layer_step", 1));
+  } else if ((type == "deepseek_v3" || type == "deepseek_v2" || type == "glm4_moe") && c.integer("num_experts", 0) > 0) {
+    read_routed_experts(s, c, "moe_intermediate_size");
+    s.moe.shared_experts = c.integer("n_shared_experts", 0);
+    s.moe.shared_intermediate = s.moe.intermediate;
+    s.moe.router_bias = type != "deepseek_v2";  // noaux_tc routing keeps a per-expert score bias
+    set_moe_layers(s, c.integer("first_k_dense_replace", 0), c.integer("moe_layer_freq", 1));
   }
+}
+
+// What a family changes in the attention block and norms relative to Llama.
+inline void read_attention_details(ModelSpec& s, const HfConfig& c, const std::string& type) {
+  const bool gemma = type.rfind("gemma", 0) == 0;
+  const bool qwen2 = type == "qwen2" || type == "qwen2_moe";
+  s.qkv_bias = qwen2 || c.boolean("attention_bias", false);  // Qwen2 q/k/v always carry a bias
+  // Llama, gpt-oss, Granite and PhiMoE put attention_bias on o_proj too; Qwen2 and GLM-4.5 on q/k/v only.
+  s.o_bias = (type == "llama" || type == "gpt_oss" || type.rfind("granite", 0) == 0 || type == "phimoe") && s.qkv_bias;
+  s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "qwen3_next" || type == "gemma3_text" ||
+              type == "olmo2" || (type == "glm4_moe" && c.boolean("use_qk_norm", false));
+  s.qk_norm_full = type == "olmo2";
+  s.attn_sinks = type == "gpt_oss";
+  s.attn_output_gate = type == "qwen3_next";
+  s.norms_per_layer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
+  if (type == "phimoe") s.norm = NormKind::layer;
+  s.lm_head_bias = c.boolean("lm_head_bias", false);
+  s.tied_embeddings = c.boolean("tie_word_embeddings", gemma);  // Gemma ties by default, Llama does not
+  s.final_logit_softcap = c.number("final_logit_softcapping", 0.0);
+  s.attn_logit_softcap = c.number("attn_logit_softcapping", 0.0);
+  if (type == "qwen3_next") {
+    s.linear.key_heads = c.integer("linear_num_key_heads");
+    s.linear.value_heads = c.integer("linear_num_value_heads");
+    s.linear.key_head_dim = c.integer("linear_key_head_dim");
+    s.linear.value_head_dim = c.integer("linear_value_head_dim");
+    s.linear.conv_kernel = c.integer("linear_conv_kernel_dim");
+  }
+}
+
+inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
+  ModelSpec s;
+  s.model_type = type;
+  s.family = Family::llama;
+  read_attention_shape(s, c);
+  s.intermediate = c.integer("intermediate_size");
+  s.activation = c.string("hidden_act", c.string("hidden_activation", "silu"));
+  s.dropout = c.number("attention_dropout", 0.0);
+  s.mlp_bias = c.boolean("mlp_bias", type == "gpt_oss");  // gpt-oss experts carry biases
+  read_attention_details(s, c, type);
+  read_layer_types(s, c, type);
+  read_rope(s, c);
+  if (type == "deepseek_v3" || type == "deepseek_v2") read_mla(s, c);
+  read_moe(s, c, type);
   return s;
 }
 
@@ -213,9 +301,15 @@ inline ModelSpec from_gpt_neox(const HfConfig& c) {
 
 }  // namespace detail
 
+inline constexpr std::string_view llama_like_types[] = {
+    "llama",      "mistral", "mixtral",     "qwen2",   "qwen2_moe",  "qwen3",      "qwen3_moe",        "qwen3_next",
+    "gemma",      "gemma2",  "gemma3_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",     "glm4_moe",
+    "gpt_oss",    "olmo2",   "granite",     "granitemoe", "granitemoeshared", "llama4_text"};
+
 inline constexpr const char* supported_model_types =
-    "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, gpt2, "
-    "gpt_neox, deepseek_v2, deepseek_v3";
+    "llama, llama4 (text), mistral, mistral3 (text), mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, "
+    "gemma2, gemma3 (text), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, deepseek_v2, deepseek_v3, glm4_moe, gpt_oss, "
+    "olmo2, granite, granitemoe, granitemoeshared";
 
 // Parse an HF config object; `where` names it in errors (a path or a preset id).
 inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string& where) {
@@ -226,9 +320,7 @@ inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string
   ModelSpec s;
   if (type == "gpt2") s = detail::from_gpt2(c);
   else if (type == "gpt_neox") s = detail::from_gpt_neox(c);
-  else if (type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe" ||
-           type == "qwen3" || type == "qwen3_moe" || type == "gemma" || type == "gemma2" || type == "gemma3_text" ||
-           type == "phi3" || type == "deepseek_v3" || type == "deepseek_v2")
+  else if (std::find(std::begin(llama_like_types), std::end(llama_like_types), type) != std::end(llama_like_types))
     s = detail::from_llama_like(c, type);
   else
     throw DataError(where + ": unsupported model_type \"" + type + "\" (supported: " + supported_model_types + ")");

@@ -86,7 +86,15 @@ inline nlohmann::json model_json(const ModelSpec& s, const ParamCounts& counts) 
                 {"experts_per_token", s.moe.experts_per_token},
                 {"expert_intermediate_size", s.moe.intermediate},
                 {"shared_experts", s.moe.shared_experts}};
-  if (s.sliding_window > 0) j["sliding_window"] = s.sliding_window;
+  if (s.sliding_window > 0) j[s.chunked_attention ? "attention_chunk_size" : "sliding_window"] = s.sliding_window;
+  if (!s.sliding_layers.empty() || !s.linear_layers.empty()) {
+    std::int64_t windowed = 0, linear = 0;
+    for (std::int64_t l = 0; l < s.layers; ++l) {
+      linear += s.is_linear_layer(l) ? 1 : 0;
+      windowed += s.is_sliding_layer(l) ? 1 : 0;
+    }
+    j["layer_kinds"] = {{"full_attention", s.layers - windowed - linear}, {"windowed", windowed}, {"linear_attention", linear}};
+  }
   return j;
 }
 

@@ -319,6 +319,15 @@ TEST_CASE("cli: models lists the presets", "[cli]") {
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["models"].size() >= 28);
+  // --search: every word, case-insensitive, over id, aliases, name and model_type
+  const auto q = nlohmann::json::parse(run({"models", "--search", "Qwen3 A3B", "--format", "json"}).out)["models"];
+  REQUIRE(q.size() == 2);
+  CHECK(q[0]["id"] == "qwen3-30b-a3b");
+  CHECK(q[1]["id"] == "qwen3-next-80b-a3b");
+  CHECK(nlohmann::json::parse(run({"models", "--search", "llama4_text", "--format", "json"}).out)["models"].size() == 2);
+  const auto none = run({"models", "--search", "no-such-model"});
+  CHECK(none.code == ExitCode::ok);
+  CHECK_THAT(none.out, Catch::Contains("no preset matches"));
 }
 
 TEST_CASE("cli: train with tensor, pipeline and expert parallelism", "[cli][parallel]") {

@@ -47,3 +47,20 @@ TEST_CASE("inference weights by dtype", "[memory][inference]") {
   CHECK(bf.memory.components.weights.in(unit::bytes) == 2.0 * 8'030'261'248);
   CHECK(f.memory.components.weights.in(unit::bytes) == 4.0 * 8'030'261'248);
 }
+
+TEST_CASE("KV cache: linear-attention layers keep a fixed state, not tokens", "[memory][inference]") {
+  // Qwen3-Next-80B-A3B: 12 of 48 layers attend (2 KV heads × 256): 12·2·2·256·2 B = 24,576 B per token. Each of the
+  // 36 Gated DeltaNet layers keeps per sequence a conv window over q, k, v ((2·16·128 + 32·128)·4 bf16 = 65,536 B)
+  // and 32 fp32 128×128 states (2,097,152 B).
+  const ModelSpec s = find_preset("qwen3-next-80b-a3b").spec;
+  InferenceWorkload w = workload(2, 1000, 1);
+  w.profile = Profile::none;
+  const auto e = estimate_inference_memory(s, w);
+  CHECK(e.kv_bytes_per_token.in(unit::bytes) == 24'576);
+  const double state = 36.0 * (65'536 + 2'097'152);
+  CHECK(e.memory.components.kv_cache.in(unit::bytes) == Approx(2 * (1000 * 24'576.0 + state)));
+  // The state does not grow with the context: 1000 more tokens add only the attention layers' KV.
+  w.context = 2000;
+  for (const auto& m : estimate_inference_memory(s, w).memory.moments)
+    if (m.phase == "decode") CHECK(m.at.kv_cache.in(unit::bytes) == Approx(2 * (2000 * 24'576.0 + state)));
+}

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <fstream>
+
 #include <gpuplan/model_hf.h>
 
 using namespace gpuplan;
@@ -37,4 +39,76 @@ TEST_CASE("load_hf_config: errors are DataErrors naming the problem", "[model_hf
   nlohmann::json bad = {{"model_type", "llama"}, {"vocab_size", 100}, {"hidden_size", 64}, {"intermediate_size", 128},
                         {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 3}};
   CHECK_THROWS_WITH(model_from_hf_config(bad, "cfg"), Catch::Contains("multiple"));
+}
+
+static nlohmann::json preset_config(const std::string& file, const std::string& id) {
+  std::ifstream f(data + "/../../data/models/" + file);
+  const auto file_json = nlohmann::json::parse(f);
+  for (const auto& m : file_json["models"])
+    if (m["id"] == id) return m["config"];
+  FAIL("no preset " << id);
+  return {};
+}
+
+TEST_CASE("model_from_hf_config: each layer's attention kind", "[model_hf]") {
+  // Qwen3-Next: full attention every full_attention_interval-th layer, Gated DeltaNet in between.
+  const ModelSpec q = model_from_hf_config(preset_config("qwen.json", "qwen3-next-80b-a3b"), "q");
+  CHECK(q.is_linear_layer(0));
+  CHECK(q.is_linear_layer(2));
+  CHECK_FALSE(q.is_linear_layer(3));
+  CHECK(q.linear.recurrent_state() == 32 * 128 * 128);  // one 128×128 state per value head
+  CHECK(q.linear.conv_state() == (2 * 16 * 128 + 32 * 128) * 4);
+  // Llama 4: three chunked RoPE layers, then a global NoPE layer (no_rope_layer_interval 4).
+  const ModelSpec l4 = model_from_hf_config(preset_config("meta_llama.json", "llama-4-scout"), "l4");
+  CHECK(l4.chunked_attention);
+  CHECK(l4.sliding_window == 8192);
+  CHECK(l4.is_sliding_layer(0));
+  CHECK_FALSE(l4.is_sliding_layer(3));
+  CHECK(l4.moe_layer_count() == 48);
+  const ModelSpec mav = model_from_hf_config(preset_config("meta_llama.json", "llama-4-maverick"), "mav");
+  CHECK(mav.moe_layer_count() == 24);  // interleave_moe_layer_step 2: layers 1, 3, 5, …
+  CHECK(mav.is_moe_layer(1));
+  CHECK_FALSE(mav.is_moe_layer(0));
+  // gpt-oss: layer_types alternate 128-token sliding and full attention.
+  const ModelSpec g = model_from_hf_config(preset_config("openai.json", "gpt-oss-20b"), "g");
+  CHECK(g.sliding_window == 128);
+  CHECK(g.is_sliding_layer(0));
+  CHECK_FALSE(g.is_sliding_layer(1));
+  CHECK(g.attn_sinks);
+  auto odd = preset_config("openai.json", "gpt-oss-20b");
+  odd["layer_types"][3] = "mamba";
+  CHECK_THROWS_WITH(model_from_hf_config(odd, "g"), Catch::Contains("unsupported layer type \"mamba\""));
+  odd["layer_types"] = {"full_attention"};
+  CHECK_THROWS_WITH(model_from_hf_config(odd, "g"), Catch::Contains("one entry per layer"));
+}
+
+TEST_CASE("model_from_hf_config: both RoPE layouts and both field names give one model", "[model_hf]") {
+  // transformers 4.x: rope_theta / partial_rotary_factor at the top level; 5.x: nested under rope_parameters.
+  auto v4 = preset_config("zai.json", "glm-4.5-air");
+  auto v5 = v4;
+  v5.erase("rope_theta");
+  v5.erase("partial_rotary_factor");
+  v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000}, {"partial_rotary_factor", 0.5}};
+  // and transformers 5's name for the routed experts
+  v5["num_local_experts"] = v5["n_routed_experts"];
+  v5.erase("n_routed_experts");
+  const ModelSpec a = model_from_hf_config(v4, "v4"), b = model_from_hf_config(v5, "v5");
+  CHECK(a.rope_theta == 1e6);
+  CHECK(a.partial_rotary == 0.5);
+  CHECK(b.rope_theta == a.rope_theta);
+  CHECK(b.partial_rotary == a.partial_rotary);
+  CHECK(b.moe.experts == 128);
+  CHECK(count_params(a).total.in(unit::params) == count_params(b).total.in(unit::params));
+  v5["rope_parameters"]["partial_rotary_factor"] = 2;
+  CHECK_THROWS_AS(model_from_hf_config(v5, "v5"), DataError);
+}
+
+TEST_CASE("model_from_hf_config: multimodal wrappers estimate the language model", "[model_hf]") {
+  // Llama 4 and Mistral 3 configs nest the text model under text_config beside a vision_config.
+  const nlohmann::json wrapped = {{"model_type", "llama4"},
+                                  {"text_config", preset_config("meta_llama.json", "llama-4-scout")},
+                                  {"vision_config", {{"hidden_size", 1408}}}};
+  const ModelSpec s = model_from_hf_config(wrapped, "scout");
+  CHECK(s.model_type == "llama4_text");
+  CHECK(count_params(s).total.in(unit::params) == 107'769'861'120);  // transformers' count of the text model
 }

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <fstream>
+
 #include <gpuplan/model_presets.h>
 
 using namespace gpuplan;
@@ -60,4 +62,43 @@ TEST_CASE("presets: every preset validates and has a source", "[model]") {
   }
   CHECK(find_preset("llama3.1-8b").id == "llama-3.1-8b");  // alias
   CHECK_THROWS_AS(find_preset("llama-9"), InputError);
+}
+
+TEST_CASE("presets: every count equals transformers' own", "[model]") {
+  // tests/data/preset_params.json: sum(p.numel()) of each preset built by transformers 5.17 on the meta device.
+  // transformers keeps DeepSeek-V3-style routers' e_score_correction_bias as a buffer; gpuplan counts it (it is
+  // stored in the checkpoint and held in memory): one value per routed expert of each MoE layer.
+  std::ifstream f(std::string(GPUPLAN_TEST_DATA) + "/preset_params.json");
+  const auto j = nlohmann::json::parse(f);
+  std::size_t checked = 0;
+  for (const auto& p : builtin_presets()) {
+    INFO(p.id);
+    REQUIRE(j["presets"].contains(p.id));
+    const auto buffers = p.spec.moe.router_bias ? p.spec.moe_layer_count() * p.spec.moe.experts : 0;
+    CHECK(count_params(p.spec).total.in(unit::params) - buffers == j["presets"][p.id].get<std::int64_t>());
+    ++checked;
+  }
+  CHECK(checked == j["presets"].size());
+}
+
+TEST_CASE("presets: today's lineup against the model cards", "[model]") {
+  // Totals and active counts as the model cards state them (rounded there, so within the rounding).
+  struct Card { const char* id; double total, active, eps; };
+  for (const Card& c : {Card{"qwen3-0.6b", 0.6e9, 0, 0.01}, Card{"qwen3-8b", 8.2e9, 0, 0.01},
+                        Card{"qwen3-32b", 32.8e9, 0, 0.01}, Card{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02},
+                        Card{"qwen3-235b-a22b", 235e9, 22e9, 0.01}, Card{"llama-3.3-70b", 70.6e9, 0, 0.01},
+                        Card{"llama-4-maverick", 400e9, 17e9, 0.02}, Card{"phi-3.5-moe", 41.9e9, 6.6e9, 0.01},
+                        Card{"glm-4.5-air", 106e9, 0, 0.01}, Card{"kimi-k2", 1.03e12, 32e9, 0.03},
+                        Card{"gemma-3-1b", 1.0e9, 0, 0.01}, Card{"phi-4", 14.7e9, 0, 0.01},
+                        Card{"granite-3.3-8b", 8.17e9, 0, 0.01}, Card{"olmo-2-7b", 7.3e9, 0, 0.01}}) {
+    INFO(c.id);
+    CHECK(double(total(c.id)) == Approx(c.total).epsilon(c.eps));
+    if (c.active > 0) CHECK(double(active(c.id)) == Approx(c.active).epsilon(0.03));
+  }
+  // gpt-oss model card (arXiv 2508.10925, Table 1): 20.91B / 116.83B total; 3.61B / 5.13B active, which excludes
+  // the 201,088 × 2,880 unembedding.
+  CHECK(total("gpt-oss-20b") == 20'914'757'184);
+  CHECK(double(active("gpt-oss-20b") - 201'088LL * 2'880) == Approx(3.61e9).epsilon(0.002));
+  CHECK(double(total("gpt-oss-120b")) == Approx(116.83e9).epsilon(0.0005));
+  CHECK(double(active("gpt-oss-120b") - 201'088LL * 2'880) == Approx(5.13e9).epsilon(0.002));
 }

@@ -87,14 +87,32 @@ inline KvDtype default_kv_dtype(Precision p) {
 
 // Tokens a layer's cache holds for a sequence of `tokens`: sliding-window layers keep window − 1 (transformers
 // DynamicSlidingWindowLayer; vLLM and llama.cpp likewise keep the window).
+// Linear-attention layers cache no tokens (their fixed state is recurrent_state_bytes).
 inline double kv_cached_tokens(const ModelSpec& s, std::int64_t layer, double tokens) {
+  if (s.is_linear_layer(layer)) return 0;
   return s.is_sliding_layer(layer) ? std::min(tokens, double(s.sliding_window - 1)) : tokens;
 }
 
-// KV bytes of one sequence over layers [first, last).
-inline double sequence_kv(const ModelSpec& s, double kv_layer_tok, double tokens, std::int64_t first, std::int64_t last) {
+inline std::int64_t kv_layer_count(const ModelSpec& s) {
+  std::int64_t n = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) n += s.is_linear_layer(l) ? 0 : 1;
+  return n;
+}
+
+// One sequence's state in one linear-attention layer, per GPU (value heads split over tp): the conv window in
+// the activation dtype and the key×value state in fp32, as HF's Qwen3-Next cache and the fla kernels keep it.
+inline double recurrent_state_bytes(const ModelSpec& s, double act_bytes, std::int64_t tp) {
+  if (s.linear_layers.empty()) return 0;
+  const double split = double(std::min<std::int64_t>(tp, s.linear.value_heads));
+  return (double(s.linear.conv_state()) * act_bytes + double(s.linear.recurrent_state()) * 4.0) / split;
+}
+
+// KV bytes of one sequence over layers [first, last), with `state_layer` bytes for each linear-attention layer.
+inline double sequence_kv(const ModelSpec& s, double kv_layer_tok, double tokens, std::int64_t first, std::int64_t last,
+                          double state_layer = 0) {
   double bytes = 0;
-  for (std::int64_t l = first; l < last; ++l) bytes += kv_cached_tokens(s, l, tokens) * kv_layer_tok;
+  for (std::int64_t l = first; l < last; ++l)
+    bytes += s.is_linear_layer(l) ? state_layer : kv_cached_tokens(s, l, tokens) * kv_layer_tok;
   return bytes;
 }
 
@@ -106,6 +124,7 @@ struct InferenceTensors {
   double weights = 0;        // per GPU
   double len = 0;            // KV tokens per sequence to plan for
   double kv_layer_tok = 0;   // KV bytes per token per layer, per GPU
+  double state_layer = 0;    // linear-attention state per sequence and linear layer, per GPU
   double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
   double chunk = 0;          // prompt tokens processed at once
   double ffn_width = 0, ffn_live = 0;
@@ -131,7 +150,13 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
   if (!t.latent && !s.mla_enabled && s.kv_heads < w.tp) kv_split = double(s.kv_heads);
   if (t.latent) kv_split = 1;
   t.kv_layer_tok = kv_elements_per_token_per_layer(s, t.latent) * kv_bytes_per_element(kv) / kv_split;
+  t.state_layer = recurrent_state_bytes(s, t.c, w.tp);
   for (std::int64_t l = 0; l < s.layers; ++l) {
+    if (s.is_linear_layer(l)) {  // a fixed state from the first prompt token on
+      t.kv_after_prefill += t.b * t.state_layer;
+      t.kv_final += t.b * t.state_layer;
+      continue;
+    }
     // During prefill a sliding layer still holds the whole prompt; it is cropped at the first decode step.
     t.kv_after_prefill += t.b * std::min(t.sp, t.len) * t.kv_layer_tok;
     t.kv_final += t.b * kv_cached_tokens(s, l, t.len) * t.kv_layer_tok;
@@ -210,9 +235,11 @@ using Id = AllocationTimeline::Id;
 
 // One prefill layer: norm, projections and rotary embeddings (the cache keeps the rotated k and v), attention,
 // the output projection, the second norm and the FFN. Leaves the layer's keys and values allocated.
+// A linear-attention layer is replayed with the same working tensors; it keeps its fixed state instead of k and v.
 inline Id prefill_layer(AllocationTimeline& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id resid,
-                        Id& key, Id& value) {
-  const double c = t.c, h = t.h, kv_half = t.kv_layer_tok / 2, q_dim = double(s.q_dim());
+                        Id& key, Id& value, bool linear) {
+  const double c = t.c, h = t.h, q_dim = double(s.q_dim());
+  const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_layer_tok / 2;
   Id up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
   Id normed = A.malloc(c * h * tok);
   A.free(up32);
@@ -276,7 +303,8 @@ inline AllocationTimeline generate_allocations(const ModelSpec& s, const Inferen
   std::vector<Id> keys(L), values(L);
   A.phase = AllocationTimeline::Phase::forward;  // prefill
   Id resid = A.malloc(t.c * t.h * (t.b * t.chunk));
-  for (std::size_t i = 0; i < L; ++i) resid = detail::prefill_layer(A, s, t, t.b * t.chunk, resid, keys[i], values[i]);
+  for (std::size_t i = 0; i < L; ++i)
+    resid = detail::prefill_layer(A, s, t, t.b * t.chunk, resid, keys[i], values[i], s.is_linear_layer(std::int64_t(i)));
   Id lg = A.malloc(t.logits);
   A.free(resid);
   // Decode: each step appends one token to every layer's cache; sliding layers are cropped to window − 1. Long
@@ -295,6 +323,7 @@ inline AllocationTimeline generate_allocations(const ModelSpec& s, const Inferen
     const Id x = A.malloc(t.c * t.h * t.b);
     for (std::size_t i = 0; i < L; ++i) {
       const auto l = static_cast<std::int64_t>(i);
+      if (s.is_linear_layer(l)) continue;  // the state is updated in place
       const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
       const Id k2 = A.malloc(kv_half * t.b * n);
       A.free(keys[i]);
@@ -320,7 +349,8 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const double bs = double(VllmProfile::block_size);
   // Paged allocation: each sequence holds whole blocks.
   const double per_seq_tokens = std::ceil(context / bs) * bs;
-  const double per_seq = sequence_kv(s, kv_layer_tok, per_seq_tokens, 0, s.layers);
+  const double state = t.state_layer * double(s.layers - kv_layer_count(s));  // linear layers' fixed state
+  const double per_seq = sequence_kv(s, kv_layer_tok, per_seq_tokens, 0, s.layers, t.state_layer);
   // Profiling run: max_num_batched_tokens through the model at once, plus fp32 logits for max_num_seqs rows.
   const double profile_tokens = double(w.chunked_prefill > 0 ? w.chunked_prefill : VllmProfile::default_max_num_batched_tokens);
   const double activations = profile_tokens * t.prefill_tok + double(VllmProfile::default_max_num_seqs) * double(s.vocab) * 4.0;
@@ -337,7 +367,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
     const double block_bytes = sequence_kv(s, kv_layer_tok, bs, 0, s.layers);
     est.serving.kv_blocks = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / block_bytes)) : 0;
     // vLLM's "Maximum concurrency for N tokens per request": blocks × block_size / N (full-attention layers).
-    est.serving.max_concurrency = double(*est.serving.kv_blocks) * bs / context;
+    est.serving.max_concurrency = state > 0 ? std::max(0.0, pool) / per_seq : double(*est.serving.kv_blocks) * bs / context;
     m.kv_cache = Bytes(std::max(0.0, pool));
   } else {
     m.kv_cache = Bytes(double(w.batch) * per_seq);
@@ -365,8 +395,8 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   for (std::int64_t l = 0; l < s.layers; ++l) (l < n ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
   (n == s.layers ? gpu_w : host_w) += wb.output.in(unit::bytes);
   const double b = double(w.batch);
-  const double gpu_kv = b * sequence_kv(s, kv_layer_tok, context, 0, n);
-  const double host_kv = b * sequence_kv(s, kv_layer_tok, context, n, s.layers);
+  const double gpu_kv = b * sequence_kv(s, kv_layer_tok, context, 0, n, t.state_layer);
+  const double host_kv = b * sequence_kv(s, kv_layer_tok, context, n, s.layers, t.state_layer);
   // Compute buffer (flash attention on): logits of one micro-batch in fp32 and its widest activations, an
   // approximation of ggml's graph allocator (gguf-parser computes it op by op).
   const double ub = double(LlamaCppProfile::n_ubatch);
@@ -405,7 +435,14 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   const InferenceTensors t = inference_tensors(s, w, est.weights, est.kv);
   est.weight_bytes = Bytes(t.weights);
   est.context_tokens = static_cast<std::int64_t>(t.len);
-  est.kv_bytes_per_token = Bytes(t.kv_layer_tok * double(s.layers));
+  est.kv_bytes_per_token = Bytes(t.kv_layer_tok * double(kv_layer_count(s)));
+  if (const std::int64_t linear = s.layers - kv_layer_count(s); linear > 0)
+    est.assumptions.push_back(std::to_string(linear) + " linear-attention layers keep a fixed state of " +
+                              std::to_string(std::llround(t.state_layer * double(linear) / 1048576.0)) +
+                              " MiB per sequence (conv window, fp32 key×value state) instead of a KV cache");
+  if (s.chunked_attention)
+    est.assumptions.push_back("chunked-attention layers keep at most " + std::to_string(s.sliding_window) +
+                              " tokens (the current chunk)");
   if (w.profile == Profile::vllm) return vllm_estimate(est, s, w, t);
   if (w.profile == Profile::llama_cpp) return llama_cpp_estimate(est, s, w, t);
 

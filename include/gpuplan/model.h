@@ -25,6 +25,7 @@ struct MoeSpec {
   bool shared_gate = false;             // Qwen2-MoE: sigmoid gate h→1 on the shared expert
   bool router_bias = false;             // DeepSeek-V3 / GLM-4.5: e_score_correction_bias (E values per layer)
   bool router_linear_bias = false;      // gpt-oss: the router is a Linear with a bias
+  bool dense_routing = false;           // HF Llama 4: every token runs through every expert, scaled by its score
 };
 
 struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)

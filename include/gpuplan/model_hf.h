@@ -204,6 +204,7 @@ inline void read_moe(ModelSpec& s, const HfConfig& c, const std::string& type) {
     s.moe.shared_experts = 1;
     s.moe.shared_intermediate = s.moe.intermediate;
     set_moe_layers(s, 0, c.integer("interleave_moe_layer_step", 1));
+    s.moe.dense_routing = true;  // Llama4TextMoe: hidden_states.repeat(num_experts, 1) · scores, then bmm
   } else if ((type == "deepseek_v3" || type == "deepseek_v2" || type == "glm4_moe") && c.integer("num_experts", 0) > 0) {
     read_routed_experts(s, c, "moe_intermediate_size");
     s.moe.shared_experts = c.integer("n_shared_experts", 0);

@@ -138,8 +138,8 @@ def run_infer(case, cfg):
     kv = 0
     cache = out.past_key_values
     for layer in getattr(cache, "layers", []):
-        for name in ("keys", "values"):
-            t = getattr(layer, name, None)
+        # keys/values; linear-attention layers (Qwen3-Next) keep conv and recurrent states instead
+        for t in vars(layer).values():
             if torch.is_tensor(t):
                 kv += t.numel() * t.element_size()
     m["kv_cache_bytes"] = kv

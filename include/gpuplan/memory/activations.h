@@ -97,7 +97,8 @@ class LayerActivationModel {
         // (softmax is on autocast's fp32 list). Dropout keeps a bool mask and its output.
         add(a, c * 3 * hq, 3);
         add(a, projection_input(hv, s_.family == Family::gpt2 ? "c_proj" : "o_proj"));
-        const double softmax = (s_.family == Family::llama || d_.autocast) ? 4.0 : c;
+        // gpt-oss appends its sink logit and takes the softmax in the compute dtype (keeping only its output).
+        const double softmax = ((s_.family == Family::llama && !s_.attn_sinks) || d_.autocast) ? 4.0 : c;
         // Gemma 2 soft-caps the scores (cap · tanh(scores / cap)): tanh's output is kept too.
         const double softcap = s_.attn_logit_softcap > 0 ? c : 0.0;
         a.score_element = softmax + (softmax != c ? c : 0.0) + drop * (1.0 + c) + softcap;
@@ -113,14 +114,26 @@ class LayerActivationModel {
       add(a, norm(h), 2);
       add(a, linear_input(h, inputs), d_.autocast ? int(inputs.size()) : 1);
     }
-    if (s_.is_moe_layer(l)) {
+    if (s_.is_moe_layer(l) && s_.moe.dense_routing) {
+      // HF Llama 4 runs all tokens through all E experts: the repeated input, the score-weighted input (kept
+      // by bmm when the experts train), gate_up (kept whole by its split), the activation and the product
+      // (when they train); probed on H100: [E·T, h], [E, T, 2I], [E, T, I] per layer.
+      const auto& m = s_.moe;
+      const double E = double(m.experts), I = double(m.intermediate);
+      add(a, E * c * (h + 3.0 * I + (full_ft_ ? h + I : 0.0)), 4);
+      add(a, 4.0 * 2.0 * E);  // router logits and sigmoid scores, fp32
+      if (m.shared_experts > 0) add(a, ffn(double(m.shared_intermediate * m.shared_experts), "down_proj"), 4);
+    } else if (s_.is_moe_layer(l)) {
       const auto& m = s_.moe;
       const double k = double(m.experts_per_token);
       // Each routed token's input is gathered per expert and each expert's output is kept for the weighting by
       // the router probabilities; router logits and probabilities are fp32 [tokens, experts].
       add(a, 2.0 * c * h * k, 2);
       add(a, 2.0 * 4.0 * double(m.experts), 2);
-      add(a, ffn(double(m.intermediate), "down_proj") * k, 4);
+      // gpt-oss's clamped GLU (clamp, sigmoid(α·gate), gate·σ, (up + 1)·glu, masked fill of unrouted slots)
+      // keeps gate_up whole and five I-wide tensors per routed token (probed on H100).
+      if (s_.model_type == "gpt_oss") add(a, k * c * double(m.intermediate) * 7.0, 4);
+      else add(a, ffn(double(m.intermediate), "down_proj") * k, 4);
       if (s_.model_type.rfind("deepseek", 0) == 0) add(a, 4.0 * h);  // weighted sum accumulated in fp32
       if (m.shared_experts > 0) add(a, ffn(double(m.shared_intermediate * m.shared_experts), "down_proj"), 4);
       if (m.shared_gate) add(a, c * h);  // sigmoid(gate) · shared output keeps the output

@@ -171,17 +171,22 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
   const double tp = double(w.tp);
   t.chunk = w.chunked_prefill > 0 ? std::min(t.sp, double(w.chunked_prefill)) : t.sp;
   t.ffn_width = double(s.intermediate);
+  // Routed tokens: top-k experts each, or all of them for HF Llama 4's dense routing.
+  const double routed = double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
   for (std::int64_t l = 0; l < s.layers; ++l)
-    if (s.is_moe_layer(l)) t.ffn_width = std::max(t.ffn_width, double(s.moe.intermediate * s.moe.experts_per_token));
+    if (s.is_moe_layer(l)) t.ffn_width = std::max(t.ffn_width, double(s.moe.intermediate) * routed);
   // GPT-2's NewGELU is a chain of pointwise ops: input, cube term, tanh and output coexist (4·c·i).
   t.ffn_live = (s.mlp == MlpKind::gated ? 3.0 : s.activation == "gelu_new" ? 4.0 : 2.0) * t.c * t.ffn_width / tp;
   t.prefill_tok = t.ffn_live + 2.0 * t.c * t.h + 4.0 * t.h;
+  if (s.moe.dense_routing) t.prefill_tok += 2.0 * t.c * t.h * routed / tp;  // the repeated and the weighted input
   // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): HF eager keeps
   // the scaled scores, the masked scores, the fp32 softmax and its 16-bit cast (3 c + 4 B per element; measured on
   // H200: Llama-3.2-1B b4 s4096 prefill holds 10.0 B per score element at its peak); SDPA's math fallback the
   // scores and the softmax output.
   t.kernel = sdpa_backend(s, w.attention, t.c);
-  if (t.kernel == AttentionKernel::eager) t.scores = t.b * double(s.heads) / tp * t.chunk * t.sp * (3.0 * t.c + 4.0);
+  // gpt-oss: scores, the sink-extended logits and their max-shifted copy, the softmax in the compute dtype (3 c).
+  const double eager_el = s.attn_sinks ? 3.0 * t.c : 3.0 * t.c + 4.0;
+  if (t.kernel == AttentionKernel::eager) t.scores = t.b * double(s.heads) / tp * t.chunk * t.sp * eager_el;
   if (t.kernel == AttentionKernel::math) t.scores = t.b * double(s.heads) / tp * t.chunk * t.sp * (t.c + 4.0);
 }
 
@@ -255,11 +260,12 @@ inline Id prefill_layer(AllocationTimeline& A, const ModelSpec& s, const Inferen
   std::vector<Id> rep;  // math repeats k and v to every head and scales a copy of q
   if (t.scores > 0) {
     for (int k = 0; k < (t.kernel == AttentionKernel::math ? 3 : 0); ++k) rep.push_back(A.malloc(c * q_dim * tok));
-    // eager: 16-bit scores and masked scores, then fp32 softmax and its cast (math: c + 4)
+    // eager: 16-bit scores and masked scores, then the softmax (fp32 and its cast; gpt-oss: 16 bit); math: c + 4
     const bool eager = t.kernel == AttentionKernel::eager;
-    const double parts = eager ? 3.0 * c + 4.0 : c + 4.0;
-    sc = A.malloc(t.scores * (eager ? 2.0 * c : c) / parts);
-    sc2 = A.malloc(t.scores * (eager ? c + 4.0 : 4.0) / parts);
+    const double parts = eager ? (s.attn_sinks ? 3.0 * c : 3.0 * c + 4.0) : c + 4.0;
+    const double first = (eager ? 2.0 * c : c) / parts;
+    sc = A.malloc(t.scores * first);
+    sc2 = A.malloc(t.scores * (1.0 - first));
   }
   const Id o = A.malloc(c * q_dim * tok);
   A.free(sc);

@@ -177,6 +177,11 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
     if (s.is_moe_layer(l)) t.ffn_width = std::max(t.ffn_width, double(s.moe.intermediate) * routed);
   // GPT-2's NewGELU is a chain of pointwise ops: input, cube term, tanh and output coexist (4·c·i).
   t.ffn_live = (s.mlp == MlpKind::gated ? 3.0 : s.activation == "gelu_new" ? 4.0 : 2.0) * t.c * t.ffn_width / tp;
+  // transformers 5's grouped-GEMM experts path: per routed token (k per token) the expert-sorted input copy, gate_up
+  // (2I), the activation product (I), the expert output and its score-weighted copy (h each) coexist at its peak
+  // (measured on H100: Qwen3-30B-A3B-shaped prefill of 16K tokens holds 2.3 GiB beyond weights and cache).
+  if (s.moe.experts > 0 && !s.moe.dense_routing)
+    t.ffn_live = std::max(t.ffn_live, t.c * routed * (3.0 * t.h + 3.0 * double(s.moe.intermediate)) / tp);
   t.prefill_tok = t.ffn_live + 2.0 * t.c * t.h + 4.0 * t.h;
   if (s.moe.dense_routing) t.prefill_tok += 2.0 * t.c * t.h * routed / tp;  // the repeated and the weighted input
   // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): HF eager keeps

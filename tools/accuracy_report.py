@@ -24,7 +24,10 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "the tensor/pipeline-parallel model was built"),
         ("measured_r1.jsonl", "Re-measurement of the shared set's worst training case (same workload and stack, "
                               "tools/measure/plan_snapshot.json): the same live bytes, 4.1 GB less reserved than the shared "
-                              "run — the caching allocator's reserve varies between runs of one workload")]
+                              "run — the caching allocator's reserve varies between runs of one workload"),
+        ("measured_n1.jsonl", "2025 architectures (one H100 80GB, plan tools/measure/plan_n1.json): gpt-oss, Llama 4, "
+                              "Qwen3-Next, GLM-4.5-Air, OLMo 2, Granite MoE, PhiMoE, Qwen3-MoE; the first run found "
+                              "Llama 4's dense expert routing and gpt-oss's bf16 sink softmax, modelled since")]
 
 
 def run(binary, path):

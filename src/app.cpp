@@ -37,8 +37,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                 });
   auto* m = cmd.add_option("--model", o.model,
                            "A preset (`gpuplan models`), a config.json, a Hugging Face folder (config.json + "
-                           "safetensors), a .gguf file, or a Hub id org/name[@revision] in the local HF cache");
+                           "safetensors), a .gguf file, or a Hub id org/name[@revision] (local HF cache, then the "
+                           "Hub: config and safetensors headers only)");
   auto* c = cmd.add_option("--config", o.config, "Hugging Face config.json of the model");
+  cmd.add_option("--hf-token", o.hf_token, "Hugging Face token for gated models (default: $HF_TOKEN)");
   p->excludes(m)->excludes(c);
   m->excludes(c);
 }

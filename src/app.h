@@ -18,6 +18,7 @@ struct ModelOptions {
   std::string params;
   std::string model;
   std::string config;
+  std::string hf_token;  // for gated Hub models (else HF_TOKEN)
 };
 
 // CI gating on train and infer: exit status 1 when the estimate breaks a limit (the report still prints).

@@ -1,4 +1,5 @@
 #include "model_source.h"
+#include "hub.h"
 
 #include <algorithm>
 #include <cmath>
@@ -251,7 +252,8 @@ ModelSource resolve_model_source(const ModelOptions& o) {
     if (commit != m.revision) m.revision += " (" + commit.substr(0, 12) + ")";
     return from_folder(*snap, m);
   }
-  throw DataError(o.model + ": not in the local Hugging Face cache (" + hf_cache_root() + ")");
+  m.kind = "hub";
+  return from_folder(hub_snapshot(repo, m.revision, HubSettings::from_environment(o.hf_token)), m);
 }
 
 std::optional<StoredWeightBytes> ModelSource::stored_language() const {

@@ -17,7 +17,7 @@ failures = []
 
 
 def run(binary, args, env=None):
-    e = dict(os.environ, **(env or {}))
+    e = dict(os.environ, HF_HUB_OFFLINE="1", **(env or {}))  # the cache paths only: never the network
     p = subprocess.run([binary] + args, capture_output=True, text=True, env=e, timeout=60)
     return p.returncode, p.stdout, p.stderr
 

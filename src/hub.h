@@ -1,0 +1,23 @@
+// The Hugging Face Hub over HTTPS (libcurl): a model's config.json, its safetensors index and each safetensors
+// file's header, fetched by HTTP Range requests and mirrored into gpuplan's cache as sparse files, so the folder
+// reader sees a Hugging Face folder and a second run needs no network. Weights are never downloaded.
+#pragma once
+#include <string>
+
+namespace gpuplan::cli {
+
+struct HubSettings {
+  std::string endpoint;  // HF_ENDPOINT, else https://huggingface.co
+  std::string token;     // --hf-token, else HF_TOKEN: sent as a bearer token, never printed or cached
+  bool offline = false;  // HF_HUB_OFFLINE=1: the cache only
+  std::string cache;     // $XDG_CACHE_HOME/gpuplan/hub, else ~/.cache/gpuplan/hub
+
+  static HubSettings from_environment(const std::string& token_flag);
+};
+
+// repo "org/name" at `revision` → a folder in the cache holding config.json, the index (when the model has one)
+// and every safetensors file as its header followed by a hole of the file's real size. Throws DataError (exit 3)
+// with one line for 401/403, 404, an unreachable endpoint, a timeout, an oversized or malformed answer.
+std::string hub_snapshot(const std::string& repo, const std::string& revision, const HubSettings& hub);
+
+}  // namespace gpuplan::cli

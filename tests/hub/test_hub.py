@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""gpuplan fetches models from the Hub: config.json, the index and each safetensors header (HTTP Range), never the
+weights; caches them; honours HF_ENDPOINT, HF_TOKEN / --hf-token and HF_HUB_OFFLINE; and fails with one line and
+exit status 3 on 401, 404, an unreachable endpoint and a hostile header.
+
+A real HTTP server on loopback (port 0) serves a Hub-like tree: /{org}/{name}/resolve/{rev}/{file}, safetensors
+redirected (302) to a /cdn/ path as the Hub does, Range requests answered 206 with Content-Range; a gated repo
+answers 401 without the token. The server counts the bytes it sends.
+
+usage: test_hub.py GPUPLAN FIXTUREDIR   (FIXTUREDIR from tests/checkpoints/make_fixtures.py)
+"""
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "checkpoints"))
+from make_fixtures import write_folder  # noqa: E402
+
+TOKEN = "hf_test_secret_7c1f"
+failures = []
+served = {"bytes": 0, "safetensors_bytes": 0, "requests": 0, "auth_to_cdn": 0}
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        failures.append(f"{name}: {detail}")
+
+
+def gpt_oss_20b(root):
+    """openai/gpt-oss-20b as published: bf16 attention, router and embeddings, MXFP4 experts (U8 blocks of 32 fp4
+    values + one U8 scale per block), expert biases in bf16, three shards."""
+    h, inter, E, L, V, heads, kv, hd = 2880, 2880, 32, 24, 201088, 64, 8, 64
+    t = [("model.embed_tokens.weight", "BF16", [V, h])]
+    for l in range(L):
+        p = f"model.layers.{l}."
+        t += [(p + "input_layernorm.weight", "BF16", [h]), (p + "post_attention_layernorm.weight", "BF16", [h]),
+              (p + "self_attn.q_proj.weight", "BF16", [heads * hd, h]), (p + "self_attn.q_proj.bias", "BF16", [heads * hd]),
+              (p + "self_attn.k_proj.weight", "BF16", [kv * hd, h]), (p + "self_attn.k_proj.bias", "BF16", [kv * hd]),
+              (p + "self_attn.v_proj.weight", "BF16", [kv * hd, h]), (p + "self_attn.v_proj.bias", "BF16", [kv * hd]),
+              (p + "self_attn.o_proj.weight", "BF16", [h, heads * hd]), (p + "self_attn.o_proj.bias", "BF16", [h]),
+              (p + "self_attn.sinks", "BF16", [heads]),
+              (p + "mlp.router.weight", "BF16", [E, h]), (p + "mlp.router.bias", "BF16", [E]),
+              (p + "mlp.experts.gate_up_proj_blocks", "U8", [E, 2 * inter, h // 32, 16]),
+              (p + "mlp.experts.gate_up_proj_scales", "U8", [E, 2 * inter, h // 32]),
+              (p + "mlp.experts.gate_up_proj_bias", "BF16", [E, 2 * inter]),
+              (p + "mlp.experts.down_proj_blocks", "U8", [E, h, inter // 32, 16]),
+              (p + "mlp.experts.down_proj_scales", "U8", [E, h, inter // 32]),
+              (p + "mlp.experts.down_proj_bias", "BF16", [E, h])]
+    t += [("model.norm.weight", "BF16", [h]), ("lm_head.weight", "BF16", [V, h])]
+    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "vocab_size": V, "hidden_size": h,
+           "intermediate_size": inter, "num_hidden_layers": L, "num_attention_heads": heads, "num_key_value_heads": kv,
+           "head_dim": hd, "num_local_experts": E, "num_experts_per_tok": 4, "experts_per_token": 4,
+           "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"] * (L // 2),
+           "attention_bias": True, "tie_word_embeddings": False, "max_position_embeddings": 131072,
+           "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
+           "rope_theta": 150000, "quantization_config": {"quant_method": "mxfp4",
+                                                         "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
+    return write_folder(os.path.join(root, "openai", "gpt-oss-20b"), cfg, t, 3)
+
+
+def qwen3_30b_a3b(root, fx):
+    """Config only (as in a repo whose weights this test does not need): resolve answers 404 for the rest."""
+    d = os.path.join(root, "Qwen", "Qwen3-30B-A3B")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(fx, "Qwen3-30B-A3B-tf5", "config.json")) as src, open(os.path.join(d, "config.json"), "w") as f:
+        f.write(src.read())
+
+
+def hostile(root):
+    d = os.path.join(root, "evil", "huge-header")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(root, "openai", "gpt-oss-20b", "config.json")) as src, open(os.path.join(d, "config.json"), "w") as f:
+        f.write(src.read())
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write((1 << 40).to_bytes(8, "little"))  # a 1 TiB header: refused before anything is allocated
+        f.truncate(1 << 20)
+
+
+def serve(root, gated):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def send_file(self, path):
+            size = os.path.getsize(path)
+            rng = self.headers.get("Range")
+            start, end, status = 0, size - 1, 200
+            if rng:
+                m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng)
+                start, end, status = int(m[1]), min(int(m[2]), size - 1), 206
+            n = end - start + 1
+            if not rng and size > 64 << 20:  # the client must never ask for a whole weights file
+                self.send_response(500)
+                self.end_headers()
+                return
+            self.send_response(status)
+            self.send_header("Content-Length", str(n))
+            if status == 206:
+                self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+            self.end_headers()
+            with open(path, "rb") as f:
+                f.seek(start)
+                data = f.read(n)
+            self.wfile.write(data)
+            served["bytes"] += len(data)
+            if path.endswith(".safetensors"):
+                served["safetensors_bytes"] += len(data)
+
+        def do_GET(self):
+            served["requests"] += 1
+            parts = self.path.split("/")
+            if parts[1] == "cdn":  # /cdn/{org}/{name}/{file}
+                if self.headers.get("Authorization"):
+                    served["auth_to_cdn"] += 1
+                path = os.path.join(root, *parts[2:])
+                return self.send_file(path) if os.path.isfile(path) else self.send_error(404)
+            m = re.fullmatch(r"/([^/]+)/([^/]+)/resolve/([^/]+)/([^/]+)", self.path)
+            if not m:
+                return self.send_error(404)
+            org, name, rev, file = m.groups()
+            if f"{org}/{name}" in gated and self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self.send_error(401)
+            path = os.path.join(root, org, name, file)
+            if rev != "main" or not os.path.isfile(path):
+                return self.send_error(404)
+            if file.endswith(".safetensors"):  # the Hub redirects weights to its CDN
+                self.send_response(302)
+                self.send_header("Location", f"/cdn/{org}/{name}/{file}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_file(path)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def run(binary, args, env):
+    p = subprocess.run([binary] + args, capture_output=True, text=True, env=env, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def main():
+    binary, fx = sys.argv[1], os.path.abspath(sys.argv[2])
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "hub")
+        gpt_oss_bytes = gpt_oss_20b(root)
+        qwen3_30b_a3b(root, fx)
+        hostile(root)
+        llama = os.path.join(root, "meta-llama", "Llama-3.1-8B-Instruct")
+        os.makedirs(os.path.dirname(llama), exist_ok=True)
+        os.symlink(os.path.join(fx, "Llama-3.1-8B-Instruct"), llama)
+        server = serve(root, gated={"meta-llama/Llama-3.1-8B-Instruct"})
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        cache = os.path.join(tmp, "xdg")
+        env = dict(os.environ, HF_ENDPOINT=endpoint, XDG_CACHE_HOME=cache, HF_HUB_CACHE=os.path.join(tmp, "empty"),
+                   HF_TOKEN="", HF_HUB_OFFLINE="")
+
+        # infer --model Qwen/Qwen3-30B-A3B: config from the Hub, no weights there to read.
+        rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-30B-A3B", "--format", "json"], env)
+        check("qwen3 from the hub", rc == 0, err)
+        if rc == 0:
+            j = json.loads(out)
+            check("qwen3 source", j["model"]["source"]["kind"] == "hub", j["model"]["source"])
+            check("qwen3 params", abs(j["model"]["params"] - 30.5e9) < 0.005 * 30.5e9, j["model"]["params"])
+
+        # train --model openai/gpt-oss-20b --lora-rank 16: the MXFP4 checkpoint's headers, via the CDN redirect.
+        rc, out, err = run(binary, ["train", "--model", "openai/gpt-oss-20b", "--lora-rank", "16", "--format", "json"], env)
+        check("gpt-oss from the hub", rc == 0, err)
+        if rc == 0:
+            src = json.loads(out)["model"]["source"]
+            ck = src.get("checkpoint", {})
+            stored = ck.get("language_model_bytes", 0) + ck.get("other_bytes", 0)
+            # The Hub lists gpt-oss-20b's three safetensors at 13.8 GB; here the same tensors' bytes.
+            check("gpt-oss stored bytes", stored == gpt_oss_bytes and abs(stored - 13.8e9) < 0.01 * 13.8e9, (stored, gpt_oss_bytes))
+            check("gpt-oss format", ck.get("quantization") == "mxfp4", ck)
+        check("headers only", served["safetensors_bytes"] < 4 << 20, served)
+        check("no token to the cdn", served["auth_to_cdn"] == 0, served)
+
+        # A second run is answered from the cache, with the network off.
+        before = served["requests"]
+        offline = dict(env, HF_HUB_OFFLINE="1")
+        rc, out, err = run(binary, ["train", "--model", "openai/gpt-oss-20b", "--lora-rank", "16", "--format", "json"], offline)
+        check("offline from the cache", rc == 0 and served["requests"] == before, (rc, err, served["requests"] - before))
+        rc, out, err = run(binary, ["infer", "--model", "nobody/never-fetched"], offline)
+        check("offline, not cached", rc == 3 and "HF_HUB_OFFLINE" in err, (rc, err))
+
+        # Gated: 401 without a token; with --hf-token (or HF_TOKEN) the headers come, and the token is nowhere.
+        rc, out, err = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct"], env)
+        check("gated without token", rc == 3 and "gated or private" in err and "HF_TOKEN" in err and err.count("\n") == 1, (rc, err))
+        rc, out, err = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--hf-token", TOKEN, "--format", "json"], env)
+        check("gated with token", rc == 0, err)
+        if rc == 0:
+            ck = json.loads(out)["model"]["source"]["checkpoint"]
+            check("llama bytes", ck["language_model_bytes"] == 16_060_522_496, ck["language_model_bytes"])
+        rc, out2, err2 = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--format", "json"], dict(env, HF_TOKEN=TOKEN))
+        check("gated with HF_TOKEN", rc == 0, err2)
+        for d, _, files in os.walk(cache):
+            for f in files:
+                with open(os.path.join(d, f), "rb") as fh:
+                    check("token not cached", TOKEN.encode() not in fh.read(1 << 20), os.path.join(d, f))
+        check("token not printed", TOKEN not in out + err + out2 + err2)
+
+        # One line and exit 3: no such repo, no such revision, a hostile header, nobody listening.
+        for name, model, extra_env, expect in (
+                ("404 repo", "nobody/no-such-model", {}, "no such model or revision"),
+                ("404 revision", "Qwen/Qwen3-30B-A3B@v9", {}, "no such model or revision"),
+                ("huge header", "evil/huge-header", {}, "header"),
+                ("unreachable", "Qwen/Qwen3-32B", {"HF_ENDPOINT": "http://127.0.0.1:9"}, "cannot reach")):
+            rc, out, err = run(binary, ["infer", "--model", model], dict(env, **extra_env))
+            check(name, rc == 3 and expect in err and err.count("\n") == 1 and not out, (rc, err))
+        server.shutdown()
+
+    if failures:
+        print("\n".join(failures))
+        return 1
+    print("ok: Hub over HTTP (loopback), headers only, cache, offline, token, 401/404/unreachable/hostile")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

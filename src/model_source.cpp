@@ -221,7 +221,9 @@ ModelSource resolve_model_source(const ModelOptions& o) {
   }
   if (!o.params.empty()) {
     m.kind = "params", m.ref = o.params;
-    m.spec = derive_model(parse_params(o.params));
+    SizedModel sized = model_of_size(parse_params(o.params));
+    m.spec = std::move(sized.spec);
+    m.notes.push_back(std::move(sized.note));
     return m;
   }
   if (o.model.empty()) throw InputError("name the model with --params, --model or --config");

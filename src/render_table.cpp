@@ -41,8 +41,6 @@ void model_lines(const json& r, std::ostream& out) {
       fmt::print(out, ", {} linear attention (fixed state)", k["linear_attention"].get<std::int64_t>());
     fmt::print(out, "\n");
   }
-  if (m["model_type"] == "derived")
-    fmt::print(out, "           (shape derived from --params: Llama-2-style decoder, see README)\n");
   if (!m.contains("source")) return;
   const json& src = m["source"];
   if (src["kind"] != "preset" && src["kind"] != "params") {

@@ -326,19 +326,24 @@ inline void validate(const ModelSpec& s) {
   }
 }
 
-// A standard Llama-style decoder for a bare parameter count (--params 7B): head_dim 128, aspect ratio
-// hidden/layers = 128 (Llama 2 7B: 4096/32; 13B: 5120/40), SwiGLU width 8/3·h rounded up to 256 (Llama 2 7B:
-// 11008), vocab 32,000 and untied embeddings (Llama 2), multi-head attention. Hidden is a multiple of 128 and
-// layers are chosen to land as close to the requested count as the shape allows.
+// A standard Llama-style decoder for a bare parameter count (--params 7.5B) where no known model has that size
+// (model_presets.h: model_of_size): Llama 2's proportions — aspect ratio hidden/layers ≈ 128 (7B: 4096/32,
+// 13B: 5120/40), SwiGLU width 8/3·h rounded up to 256 (7B: 11008), vocab 32,000, untied embeddings — with head
+// counts that tensor parallelism over 8 GPUs divides: head_dim 128 and hidden a multiple of 1024 (below 2048 also
+// 1536 with head_dim 64), so heads are a multiple of 8; above 32 heads 8 KV heads (GQA, as Llama 2 70B and Code
+// Llama 34B). Width and depth are chosen to land as close to the requested count as the shape allows.
 inline ModelSpec derive_model(Params requested) {
   const double n = double(requested.in(unit::params));
   constexpr std::int64_t vocab = 32000;  // Llama 2 tokenizer
   ModelSpec best;
   double best_err = 1e300, best_score = 1e300;
-  for (std::int64_t h = 128; h <= (1 << 20); h += 128) {
+  for (std::int64_t h = 512; h <= (1 << 20); h += h < 2048 ? 512 : 1024) {
+    const std::int64_t head_dim = h % 1024 == 0 ? 128 : 64, heads = h / head_dim;
+    const std::int64_t kv_heads = heads <= 32 ? heads : 8;
     const std::int64_t i = ((8 * h / 3 + 255) / 256) * 256;
-    // q, k, v, o (MHA: 4h²) + SwiGLU gate/up/down (3·h·i) + two RMSNorm gains (2h); see layer_params.
-    const double per_layer = 4.0 * double(h) * double(h) + 3.0 * double(h) * double(i) + 2.0 * double(h);
+    // q and o (2h²), k and v (2·h·kv·head_dim), SwiGLU gate/up/down (3·h·i), two RMSNorm gains (2h); see layer_params.
+    const double per_layer = 2.0 * double(h) * double(h) + 2.0 * double(h) * double(kv_heads * head_dim) +
+                             3.0 * double(h) * double(i) + 2.0 * double(h);
     const double outside = 2.0 * double(vocab) * double(h) + double(h);  // untied embedding + lm_head, final norm
     const auto layers = std::max<std::int64_t>(1, std::llround((n - outside) / per_layer));
     const double aspect = double(h) / double(layers);
@@ -352,6 +357,9 @@ inline ModelSpec derive_model(Params requested) {
       best.hidden = h;
       best.intermediate = i;
       best.layers = layers;
+      best.head_dim = head_dim;
+      best.heads = heads;
+      best.kv_heads = kv_heads;
     }
   }
   if (best.layers == 0 || best_err > 0.1 * n)
@@ -360,9 +368,6 @@ inline ModelSpec derive_model(Params requested) {
   best.name = "derived";
   best.model_type = "derived";
   best.vocab = vocab;
-  best.head_dim = 128;
-  best.heads = best.hidden / 128;
-  best.kv_heads = best.heads;
   best.max_positions = 4096;
   return best;
 }

@@ -1,10 +1,8 @@
 // Hugging Face config.json → ModelSpec, one function per model_type family.
 #pragma once
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <utility>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -333,20 +331,6 @@ inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string
     throw DataError(where + ": " + e.what());  // a config's bad shape is a data problem, not a usage one
   }
   return s;
-}
-
-inline ModelSpec load_hf_config(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw DataError(path + ": cannot open the model config");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {  // syntax errors, and numbers beyond double range
-    throw DataError(path + ": not valid JSON (" + json_problem(e) + ")");
-  }
-  return model_from_hf_config(j, path);
 }
 
 }  // namespace gpuplan

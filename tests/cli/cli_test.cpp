@@ -41,6 +41,15 @@ TEST_CASE("cli: train --format json has the documented fields", "[cli]") {
   CHECK(j["memory"]["phases"][0]["components"]["activations"].get<double>() > 0);
 }
 
+TEST_CASE("cli: --params 70B is Llama 3.1 70B, so --tp 8 divides its heads", "[cli]") {
+  const auto r = run({"train", "--params", "70B", "--gpus", "8", "--tp", "8", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model"]["num_heads"] == 64);
+  CHECK(j["model"]["num_kv_heads"] == 8);
+  CHECK(j["model"]["source"]["notes"][0].get<std::string>().find("Llama 3.1 70B") != std::string::npos);
+}
+
 TEST_CASE("cli: train table names the peak and the assumptions' profile", "[cli]") {
   const auto r = run({"train", "--model", "llama-3.1-8b", "--batch", "2", "--seq", "4096", "--grad-checkpointing"});
   REQUIRE(r.code == ExitCode::ok);

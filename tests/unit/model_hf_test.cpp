@@ -1,11 +1,27 @@
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <sstream>
 
 #include <gpuplan/model_hf.h>
 
 using namespace gpuplan;
 
 static const std::string data = GPUPLAN_TEST_DATA;
+
+// The library parses bytes it is handed; reading the file is the caller's part (the CLI's model_source.cpp).
+static ModelSpec load_hf_config(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw DataError(path + ": cannot open the model config");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(path + ": not valid JSON (" + json_problem(e) + ")");
+  }
+  return model_from_hf_config(j, path);
+}
 
 TEST_CASE("load_hf_config: calibration configs import with exact parameter counts", "[model_hf]") {
   // n_params as measured by sum(p.numel()) in tests/data/calibration/cases.jsonl.

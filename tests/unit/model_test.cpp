@@ -36,15 +36,38 @@ TEST_CASE("count_params: tied vs untied embeddings differ by V·h", "[model]") {
 }
 
 TEST_CASE("derive_model: a standard shape near the requested count", "[model]") {
-  const ModelSpec s = derive_model(Params(7'000'000'000));
-  CHECK(s.hidden % 128 == 0);
-  CHECK(s.head_dim == 128);
-  const double n = double(count_params(s).total.in(unit::params));
-  CHECK(n == Approx(7e9).epsilon(0.05));
+  for (const std::int64_t n : {125'000'000LL, 1'500'000'000LL, 7'500'000'000LL, 34'000'000'000LL, 175'000'000'000LL}) {
+    const ModelSpec s = derive_model(Params(n));
+    CAPTURE(n, s.hidden, s.heads, s.kv_heads, s.layers);
+    CHECK(s.heads % 8 == 0);  // --tp 8 divides the heads
+    CHECK(s.kv_heads % 8 == 0);
+    CHECK(s.heads * s.head_dim == s.hidden);
+    CHECK(double(count_params(s).total.in(unit::params)) == Approx(double(n)).epsilon(0.05));
+  }
+  // 34B: Code Llama 34B's width and GQA (hidden 8192 would be 48 layers; 7168 × 63 lands closer to the count).
+  CHECK(derive_model(Params(34'000'000'000)).kv_heads == 8);
   CHECK_THROWS_AS(derive_model(Params(2'000'000)), InputError);  // smaller than the vocabulary alone
   // Up to 1e15 parameters a shape exists and every count stays finite.
   const ModelSpec big = derive_model(Params(1'000'000'000'000'000));
   CHECK(double(count_params(big).total.in(unit::params)) == Approx(1e15).epsilon(0.05));
+}
+
+TEST_CASE("model_of_size: the standard model at the sizes people name", "[model]") {
+  // Published counts: Llama 2 7B 6.74B (Touvron et al. 2023, Table 1 lists "7B"); Llama 3.1 70B 70.6B (model card).
+  const SizedModel l7 = model_of_size(Params(7'000'000'000));
+  CHECK(count_params(l7.spec).total.in(unit::params) == 6'738'415'616);
+  CHECK(l7.note.find("Llama 2 7B") != std::string::npos);
+  const SizedModel l70 = model_of_size(Params(70'000'000'000));
+  CHECK(l70.spec.heads == 64);
+  CHECK(l70.spec.kv_heads == 8);
+  CHECK(l70.spec.layers == 80);
+  CHECK(model_of_size(Params(13'000'000'000)).spec.hidden == 5120);
+  CHECK(model_of_size(Params(8'000'000'000)).spec.vocab == 128256);
+  CHECK(model_of_size(Params(405'000'000'000)).spec.layers == 126);
+  // Near, not at, a standard size: the derived shape, and the note says so.
+  const SizedModel other = model_of_size(Params(7'200'000'000));
+  CHECK(other.spec.model_type == "derived");
+  CHECK(other.note.find("no standard model") != std::string::npos);
 }
 
 TEST_CASE("presets: every preset validates and has a source", "[model]") {

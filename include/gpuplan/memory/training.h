@@ -93,8 +93,8 @@ inline std::vector<std::string> training_assumptions(const ModelSpec& s, const T
                "only the loss is kept after forward (HF Trainer)");
   if (pytorch) as.push_back("allocator reserve: three steps replayed through a model of PyTorch's caching allocator");
   if (s.model_type == "derived")
-    as.push_back("model shape derived from the parameter count (Llama-2-style: head_dim 128, hidden/layers ≈ 128, "
-                 "SwiGLU 8/3·h, vocab 32000, untied)");
+    as.push_back("model shape derived from the parameter count (Llama-2-style: hidden/layers ≈ 128, SwiGLU 8/3·h, "
+                 "heads in multiples of 8, vocab 32000, untied)");
   if (sharded)
     as.push_back(w.zero == 0 ? "data parallel: DDP with gradient buckets (a second gradient copy), NCCL buffers"
                  : w.zero == 3 ? "ZeRO-3 / FSDP2 full shard: current and prefetched layer gathered"

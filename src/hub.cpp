@@ -6,6 +6,9 @@
 #include <memory>
 #include <set>
 #include <string_view>
+#include <type_traits>
+
+#include <dlfcn.h>
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
@@ -65,6 +68,45 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   return size * n;
 }
 
+// libcurl is opened when the Hub is first asked, not linked: linked, it and the ~30 libraries it depends on (TLS,
+// Kerberos, LDAP, ...) cost every gpuplan process some 15 ms of dynamic loading that only a Hub fetch needs. The
+// soname libcurl.so.4 is the ABI every libcurl 7.16+ and 8.x keeps; the declarations come from its own header.
+struct Curl {
+  decltype(&curl_global_init) global_init;
+  decltype(&curl_easy_init) easy_init;
+  decltype(&curl_easy_cleanup) easy_cleanup;
+  decltype(&curl_easy_setopt) easy_setopt;
+  decltype(&curl_easy_perform) easy_perform;
+  decltype(&curl_easy_getinfo) easy_getinfo;
+  decltype(&curl_easy_strerror) easy_strerror;
+  decltype(&curl_slist_append) slist_append;
+  decltype(&curl_slist_free_all) slist_free_all;
+};
+
+const Curl& curl_library() {
+  static const Curl api = [] {
+    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw DataError("the Hub needs libcurl (libcurl.so.4, Debian package libcurl4): cannot load it");
+    auto symbol = [lib](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) throw DataError(std::string("libcurl.so.4 has no ") + name);
+    };
+    Curl c{};
+    symbol(c.global_init, "curl_global_init");
+    symbol(c.easy_init, "curl_easy_init");
+    symbol(c.easy_cleanup, "curl_easy_cleanup");
+    symbol(c.easy_setopt, "curl_easy_setopt");
+    symbol(c.easy_perform, "curl_easy_perform");
+    symbol(c.easy_getinfo, "curl_easy_getinfo");
+    symbol(c.easy_strerror, "curl_easy_strerror");
+    symbol(c.slist_append, "curl_slist_append");
+    symbol(c.slist_free_all, "curl_slist_free_all");
+    if (c.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw DataError("cannot initialise libcurl");
+    return c;
+  }();
+  return api;
+}
+
 std::string percent_encode_slashes(const std::string& s) {
   std::string out;
   for (char c : s) out += c == '/' ? std::string("%2F") : std::string(1, c);
@@ -74,46 +116,43 @@ std::string percent_encode_slashes(const std::string& s) {
 class Hub {
  public:
   Hub(const HubSettings& s, std::string repo, std::string revision)
-      : s_(s), repo_(std::move(repo)), revision_(std::move(revision)) {
-    static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-    if (!initialised) throw DataError("cannot initialise libcurl");
-  }
+      : s_(s), repo_(std::move(repo)), revision_(std::move(revision)), curl_(curl_library()) {}
 
   // GET a repository file, whole (limit bytes at most) or the byte range [from, to].
   Answer get(const std::string& file, std::size_t limit, std::uint64_t from = 0, std::uint64_t to = 0) const {
     const std::string url = s_.endpoint + "/" + repo_ + "/resolve/" + percent_encode_slashes(revision_) + "/" + file;
-    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_.easy_init(), curl_.easy_cleanup);
     if (!curl) throw DataError("cannot initialise libcurl");
     Transfer t;
     t.limit = limit;
     curl_slist* headers = nullptr;
     const std::string auth = "Authorization: Bearer " + s_.token;
-    if (!s_.token.empty()) headers = curl_slist_append(headers, auth.c_str());
-    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_slist_free_all);
+    if (!s_.token.empty()) headers = curl_.slist_append(headers, auth.c_str());
+    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_.slist_free_all);
     const std::string range = std::to_string(from) + "-" + std::to_string(to);
     CURL* c = curl.get();
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);  // resolve/ answers with a redirect to the CDN
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);       // (libcurl drops Authorization when the host changes)
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, connect_timeout_s);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_timeout_s);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuplan");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-    if (to > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
-    const CURLcode rc = curl_easy_perform(c);
+    curl_.easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);  // resolve/ answers with a redirect to the CDN
+    curl_.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);       // (libcurl drops Authorization when the host changes)
+    curl_.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, connect_timeout_s);
+    curl_.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_timeout_s);
+    curl_.easy_setopt(c, CURLOPT_USERAGENT, "gpuplan");
+    curl_.easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
+    curl_.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_.easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    curl_.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_.easy_setopt(c, CURLOPT_HEADERDATA, &t);
+    if (to > 0) curl_.easy_setopt(c, CURLOPT_RANGE, range.c_str());
+    const CURLcode rc = curl_.easy_perform(c);
     Answer a;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
+    curl_.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
     if (a.status >= 400) return a;  // its body (an error page) is not read
     if (t.overflow) throw DataError(where(file) + ": the answer is over " + std::to_string(limit) + " bytes");
     if (rc != CURLE_OK)
-      throw DataError(where(file) + ": cannot reach " + s_.endpoint + " (" + curl_easy_strerror(rc) + ")");
+      throw DataError(where(file) + ": cannot reach " + s_.endpoint + " (" + curl_.easy_strerror(rc) + ")");
     a.body = std::move(t.body);
     a.total = t.total;
     return a;
@@ -151,6 +190,7 @@ class Hub {
  private:
   const HubSettings& s_;
   std::string repo_, revision_;
+  const Curl& curl_;
 };
 
 void write_file(const fs::path& p, const std::string& bytes, std::uint64_t size) {

@@ -22,7 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t max_json_bytes = 64u << 20;    // config.json and the index: real ones are < 1 MB
 constexpr std::size_t first_read_bytes = 256u << 10;  // one request holds most headers (a 70B shard's is ~70 KB)
 constexpr long connect_timeout_s = 15;
 constexpr long stall_timeout_s = 30;                 // abort when under 1 KB/s for this long

@@ -2,9 +2,13 @@
 // file's header, fetched by HTTP Range requests and mirrored into gpuplan's cache as sparse files, so the folder
 // reader sees a Hugging Face folder and a second run needs no network. Weights are never downloaded.
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace gpuplan::cli {
+
+// The most a config.json or a safetensors index may hold, from disk or the Hub: real ones are < 1 MB.
+inline constexpr std::size_t max_json_bytes = 64u << 20;
 
 struct HubSettings {
   std::string endpoint;  // HF_ENDPOINT, else https://huggingface.co

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::uintmax_t max_json_bytes = 64u << 20;       // config.json and the index: real ones are < 1 MB
 constexpr std::uintmax_t max_gguf_header_bytes = 1u << 30;  // metadata + tensor infos; 256K-token vocabularies ~ 10 MB
 
 std::uintmax_t size_of(const fs::path& p) {

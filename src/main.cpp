@@ -1,5 +1,8 @@
 // The only exit point: maps errors to the documented exit statuses.
 #include <iostream>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -7,6 +10,14 @@
 
 int main(int argc, char** argv) {
   using gpuplan::cli::ExitCode;
+#if defined(__GLIBC__)
+  // An estimate builds and drops allocation timelines of 10-100 MB; by default glibc serves each from fresh mmap'd
+  // pages and returns them at free, so every estimate pays its page faults again (a third of `train --model
+  // llama-3.1-70b`). Kept in the heap, they are faulted once per process: 59 → 35 ms there (2-core machine).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
+#endif
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return static_cast<int>(gpuplan::cli::run(args, std::cout, std::cerr));

@@ -47,3 +47,23 @@ TEST_CASE("CachingAllocatorModel: a stream reuses only its own blocks", "[alloca
   a.malloc(256 * MiB, 0);  // the default stream finds its own block again
   CHECK(a.peak_reserved() == 512 * MiB);
 }
+
+TEST_CASE("CachingAllocatorModel: equal sizes go lowest block first; a merged block leaves its old size", "[allocator]") {
+  CachingAllocatorModel a;
+  const auto x = a.malloc(12 * MiB), y = a.malloc(12 * MiB), z = a.malloc(12 * MiB);  // three 12 MiB segments
+  a.free(y);
+  a.free(x);
+  CHECK(a.malloc(12 * MiB) == x);  // both fit exactly: the lower block (address) first, as BlockComparator orders
+  CHECK(a.peak_reserved() == 36 * MiB);
+  a.free(z);
+
+  CachingAllocatorModel b;
+  const auto s = b.malloc(30 * MiB);  // one 30 MiB segment
+  b.free(s);
+  CHECK(b.malloc(10 * MiB) == s);  // split: s keeps 10 MiB, a 20 MiB remainder is free
+  b.free(s);                       // merged back into one free 30 MiB block: nothing is free at 20 MiB any more
+  CHECK(b.malloc(20 * MiB) == s);  // served from the 30 MiB block, not from the remainder that no longer exists
+  CHECK(b.peak_reserved() == 30 * MiB);
+  CHECK(b.malloc(10 * MiB) != s);  // the new 10 MiB remainder
+  CHECK(b.peak_reserved() == 30 * MiB);
+}

@@ -104,9 +104,14 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gpuplan: ") + e.what() + "\n"; });
   app.require_subcommand(1);
   app.set_version_flag("--version", [] {
-    // The catalogs' dates, so a report can be tied to the prices it used.
+    // The catalogs' dates, so a report can be tied to the prices it used (read at build time: no catalog is
+    // parsed to answer --version).
     std::string dates;
-    for (const auto& d : builtin_catalog().dates) dates += "\n  " + d;
+    for (std::string_view rest = detail::builtin_catalog_dates; !rest.empty();) {
+      const auto eol = rest.find('\n');
+      dates += "\n  " + std::string(rest.substr(0, eol));
+      rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
+    }
     return std::string("gpuplan 0.1.0\ncalibration: PyTorch 2.11 + transformers 5.17 on NVIDIA H200\ncatalogs:") + dates;
   });
   bool quiet = false;

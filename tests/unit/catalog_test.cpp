@@ -129,3 +129,10 @@ TEST_CASE("fuzz regression: a number beyond double range is a DataError, not a c
   CHECK_THROWS_WITH(detail::parse_json_file("x.json", R"({"devices": [{"memory_bytes": 1e1216}]})"),
                     Catch::Contains("x.json: not valid JSON (number overflow"));
 }
+
+TEST_CASE("builtin_catalog_dates: the build's dates are the parsed catalogs' dates", "[catalog]") {
+  std::string parsed;
+  for (const auto& d : builtin_catalog().dates) parsed += d + "\n";
+  CHECK(std::string(detail::builtin_catalog_dates) == parsed);
+  CHECK(!parsed.empty());
+}

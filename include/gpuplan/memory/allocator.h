@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -88,36 +90,29 @@ class CachingAllocatorModel {
 
   // Free blocks by (pool, stream, size), each size with a min-heap of blocks: PyTorch's BlockComparator orders a
   // pool by (stream, size, address), and a request takes the first block at or above its size. A step has
-  // thousands of free blocks but a few dozen distinct sizes (Llama 3.1 405B: 2,589 and 24), so the search walks
-  // few sizes and a heap gives the lowest block of one; the lowest handle stands for the lowest address. Entries
-  // are removed lazily: one whose block is no longer listed at that size is skipped when it reaches the top.
-  struct Bucket {
-    bool small;
-    int stream;
-    std::uint64_t size;
-    std::vector<Handle> heap;  // std::greater: the smallest handle on top
-    bool operator<(const Bucket& o) const {
-      return small != o.small ? small < o.small : stream != o.stream ? stream < o.stream : size < o.size;
-    }
-  };
-
-  std::vector<Bucket>::iterator bucket_at_or_above(bool small, int stream, std::uint64_t size) {
-    return std::lower_bound(buckets_.begin(), buckets_.end(), Bucket{small, stream, size, {}});
-  }
+  // thousands of free blocks but a few dozen distinct sizes (Llama 3.1 405B: 2,589 and 24), so the search passes
+  // few sizes and a heap gives the lowest block of one (the lowest handle stands for the lowest address). Entries
+  // are removed lazily: one whose block is no longer listed at that size is skipped when it reaches the top, and a
+  // size whose heap runs empty is dropped, so each stale entry is passed once. (A tree over sizes, not a sorted
+  // vector: extreme shapes reach tens of thousands of sizes.)
+  using SizeKey = std::tuple<bool, int, std::uint64_t>;  // (small pool, stream, size)
+  using Heap = std::vector<Handle>;                      // std::greater: the smallest handle on top
 
   Handle take_free(bool small, int stream, std::uint64_t size) {
-    for (auto it = bucket_at_or_above(small, stream, size);
-         it != buckets_.end() && it->small == small && it->stream == stream; ++it) {
-      auto& h = it->heap;
+    auto it = free_.lower_bound({small, stream, size});
+    while (it != free_.end() && std::get<0>(it->first) == small && std::get<1>(it->first) == stream) {
+      Heap& h = it->second;
       while (!h.empty()) {
         const Handle b = h.front();
         std::pop_heap(h.begin(), h.end(), std::greater<>());
         h.pop_back();
-        if (blocks_[b].listed && blocks_[b].size == it->size) {
+        if (blocks_[b].listed && blocks_[b].size == std::get<2>(it->first)) {
           blocks_[b].listed = false;
+          if (h.empty()) free_.erase(it);
           return b;
         }
       }
+      it = free_.erase(it);
     }
     return none;
   }
@@ -140,16 +135,14 @@ class CachingAllocatorModel {
   void insert_free(Handle b) {
     Block& blk = blocks_[b];
     blk.listed = true;
-    auto it = bucket_at_or_above(blk.small, blk.stream, blk.size);
-    if (it == buckets_.end() || it->small != blk.small || it->stream != blk.stream || it->size != blk.size)
-      it = buckets_.insert(it, Bucket{blk.small, blk.stream, blk.size, {}});
-    it->heap.push_back(b);
-    std::push_heap(it->heap.begin(), it->heap.end(), std::greater<>());
+    Heap& h = free_[{blk.small, blk.stream, blk.size}];
+    h.push_back(b);
+    std::push_heap(h.begin(), h.end(), std::greater<>());
   }
   void erase_free(Handle b) { blocks_[b].listed = false; }
 
   std::vector<Block> blocks_;
-  std::vector<Bucket> buckets_;
+  std::map<SizeKey, Heap> free_;
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
 

@@ -127,6 +127,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   GenerateOptions generate;
   SchemaOptions schema;
   PlanOptions plan;
+  SweepOptions sweep;
   setup_train(app, train);
   setup_infer(app, infer);
   setup_models(app, models);
@@ -134,6 +135,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   setup_prices(app, prices);
   setup_scale(app, scale);
   setup_plan(app, plan);
+  setup_sweep(app, sweep);
   setup_check(app, check);
   setup_schema(app, schema);
   setup_generate(app, generate);
@@ -146,7 +148,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return code == 0 ? ExitCode::ok : ExitCode::usage;
   }
   // Colour only for a terminal on our own stdout, never for pipes, files or in-process callers.
-  set_colour(&out == &std::cout && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr);
+  set_terminal(&out == &std::cout && isatty(STDOUT_FILENO), std::getenv("NO_COLOR") == nullptr);
   std::ostringstream discard;
   std::ostream& sink = quiet ? static_cast<std::ostream&>(discard) : out;
   try {
@@ -159,6 +161,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (app.got_subcommand("scale")) return run_scale(scale, sink);
     if (plan.train_cmd->parsed()) return run_plan_train(plan, sink, err);
     if (plan.infer_cmd->parsed()) return run_plan_infer(plan, sink, err);
+    if (app.got_subcommand("sweep")) return run_sweep(sweep, sink, err);
     if (app.got_subcommand("schema")) return run_schema(schema, sink);
     if (app.got_subcommand("generate")) return run_generate(app, generate, out);
   } catch (const InputError& e) {

@@ -36,6 +36,7 @@ ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostrea
 struct FitOptions {
   std::string gpu;
   std::vector<std::string> catalogs;
+  bool table = true;  // without --gpu: the fits-on table over the catalog (sweep's points leave it out)
 };
 void add_fit_options(CLI::App& cmd, FitOptions& o);
 
@@ -168,6 +169,25 @@ void setup_plan(CLI::App& app, PlanOptions& o);
 ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& err);
 ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& err);
 
+// gpuplan sweep train|infer: the train/infer options, the swept flags' range texts, the devices to fit.
+struct SweepSide {
+  std::vector<std::string> ranges;               // per sweepable flag (cmd_sweep.cpp's table), "" when not swept
+  std::vector<const CLI::Option*> axis_options;  // the same order
+  std::vector<CLI::Option*> parse_order;         // the subcommand's options as given (the first swept flag is x)
+  std::vector<std::string> gpus;
+  std::string plot;
+  bool chart = false;
+};
+struct SweepOptions {
+  TrainOptions train;
+  InferOptions infer;
+  SweepSide train_side, infer_side;
+  CLI::App* train_cmd = nullptr;
+  CLI::App* infer_cmd = nullptr;
+};
+void setup_sweep(CLI::App& app, SweepOptions& o);
+ExitCode run_sweep(SweepOptions& o, std::ostream& out, std::ostream& err);
+
 struct CheckOptions {
   std::string spec;
   std::string format = "table";
@@ -207,6 +227,12 @@ ExitCode run_hardware(const HardwareOptions& o, std::ostream& out);
 ExitCode run_prices(const PricesOptions& o, std::ostream& out);
 ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err);
 ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err);
+// The options of train/infer on any subcommand (sweep reuses them), and the report they produce (what --format json
+// prints, before the limits are checked).
+void add_train_options(CLI::App& cmd, TrainOptions& o);
+void add_infer_options(CLI::App& cmd, InferOptions& o);
+nlohmann::json train_report(const TrainOptions& o);
+nlohmann::json infer_report(const InferOptions& o);
 ExitCode run_models(const ModelsOptions& o, std::ostream& out);
 
 // Parses args (without the program name) and runs the subcommand; never exits the process.

@@ -13,35 +13,39 @@ void setup_infer(CLI::App& app, InferOptions& o) {
       "  gpuplan infer --model llama-3.1-70b --weights awq-int4 --kv-dtype fp8 --profile vllm --gpu h100 --tp 2\n"
       "  gpuplan infer --model llama-3.1-8b --weights q4_k_m --profile llama.cpp --gpu rtx-4090 --max-context\n"
       "  gpuplan infer --config config.json --precision fp16 --format json");
-  add_model_options(*cmd, o.model);
+  add_infer_options(*cmd, o);
+}
+
+void add_infer_options(CLI::App& cmd, InferOptions& o) {
+  add_model_options(cmd, o.model);
   auto& w = o.workload;
-  cmd->add_option("--batch", w.batch, "Concurrent sequences (default 1)");
-  cmd->add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
-  cmd->add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
-  cmd->add_option("--context", o.context, "KV tokens per sequence to plan for (default prompt + new tokens)");
-  cmd->add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
-  cmd->add_option("--weights,--quant", o.weights,
+  cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default 1)");
+  cmd.add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
+  cmd.add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
+  cmd.add_option("--context", o.context, "KV tokens per sequence to plan for (default prompt + new tokens)");
+  cmd.add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
+  cmd.add_option("--weights,--quant", o.weights,
                   "Weight format: fp32, bf16, fp16, fp8, int8, gptq-int4, awq-int4, nf4, nf4-dq, q8_0, q6_k, q5_k_m, "
                   "q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, mxfp4, nvfp4 (default: --precision)");
-  cmd->add_option("--group-size", w.group_size, "GPTQ/AWQ quantisation group size (default 128)");
-  cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
-  cmd->add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
-  cmd->add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | llama.cpp | none");
-  cmd->add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
-  cmd->add_option("--chunked-prefill", w.chunked_prefill, "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens)");
-  cmd->add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the GPU (default 0.90)");
-  cmd->add_option("--gpu-layers", o.gpu_layers, "llama.cpp -ngl: layers on the GPU (default all)");
-  auto* mb = cmd->add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
-  auto* mc = cmd->add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
+  cmd.add_option("--group-size", w.group_size, "GPTQ/AWQ quantisation group size (default 128)");
+  cmd.add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
+  cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
+  cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | llama.cpp | none");
+  cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
+  cmd.add_option("--chunked-prefill", w.chunked_prefill, "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens)");
+  cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the GPU (default 0.90)");
+  cmd.add_option("--gpu-layers", o.gpu_layers, "llama.cpp -ngl: layers on the GPU (default all)");
+  auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
+  auto* mc = cmd.add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
   mb->excludes(mc);
-  cmd->add_option("--mem-efficiency", o.mem_efficiency, "Share of peak bandwidth decode reaches (default 0.70)");
-  cmd->add_option("--compute-efficiency", o.compute_efficiency, "Share of peak FLOP/s prefill reaches (default 0.50)");
-  cmd->add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Your own price in USD per GPU-hour");
-  cmd->add_option("--provider", o.provider, "Price on this provider's offerings only");
-  cmd->add_flag("--spot", o.spot, "Use published spot prices");
-  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
-  add_fit_options(*cmd, o.fit);
-  add_limit_options(*cmd, o.limits, false);
+  cmd.add_option("--mem-efficiency", o.mem_efficiency, "Share of peak bandwidth decode reaches (default 0.70)");
+  cmd.add_option("--compute-efficiency", o.compute_efficiency, "Share of peak FLOP/s prefill reaches (default 0.50)");
+  cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Your own price in USD per GPU-hour");
+  cmd.add_option("--provider", o.provider, "Price on this provider's offerings only");
+  cmd.add_flag("--spot", o.spot, "Use published spot prices");
+  cmd.add_option("--format", o.format, "table (default) | json | csv | md");
+  add_fit_options(cmd, o.fit);
+  add_limit_options(cmd, o.limits, false);
 }
 
 namespace {
@@ -63,6 +67,15 @@ std::int64_t largest(std::int64_t hi, F fits) {
 
 ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
+  nlohmann::json report = infer_report(o);
+  const ExitCode status = check_limits(o.limits, report, err);
+  if (format == Format::json) render_json(report, out);
+  else if (format == Format::table) render_infer_table(report, out);
+  else render_report_rows(report, format == Format::md, out);
+  return status;
+}
+
+nlohmann::json infer_report(const InferOptions& o) {
   InferenceWorkload w = o.workload;
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
   if (w.precision != Precision::bf16 && w.precision != Precision::fp16 && w.precision != Precision::fp32)
@@ -163,6 +176,8 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
     report["throughput"] = nullptr;
     report["cost"] = nullptr;
     report["assumptions"].push_back("throughput and cost need --gpu");
+  }
+  if (!device && o.fit.table) {
     // How many GPUs of each kind: tensor parallelism over n GPUs.
     auto over = [&](std::int64_t n) {
       InferenceWorkload v = w;
@@ -177,11 +192,7 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");
   }
-  const ExitCode status = check_limits(o.limits, report, err);
-  if (format == Format::json) render_json(report, out);
-  else if (format == Format::table) render_infer_table(report, out);
-  else render_report_rows(report, format == Format::md, out);
-  return status;
+  return report;
 }
 
 }  // namespace gpuplan::cli

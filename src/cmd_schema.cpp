@@ -8,7 +8,7 @@ namespace gpuplan::cli {
 void setup_schema(CLI::App& app, SchemaOptions& o) {
   auto* cmd = app.add_subcommand("schema", "Print the JSON Schema of a command's JSON output (without NAME: the list)");
   cmd->footer("Examples:\n  gpuplan schema\n  gpuplan schema train > train.schema.json");
-  cmd->add_option("name", o.name, "train, infer, plan-train, plan-infer, models, hardware-list, hardware-show, prices, scale, check, catalog");
+  cmd->add_option("name", o.name, "train, infer, plan-train, plan-infer, sweep, models, hardware-list, hardware-show, prices, scale, check, catalog");
 }
 
 ExitCode run_schema(const SchemaOptions& o, std::ostream& out) {

@@ -14,51 +14,55 @@ void setup_train(CLI::App& app, TrainOptions& o) {
       "  gpuplan train --params 7B --precision bf16\n"
       "  gpuplan train --model llama-3.1-8b --batch 2 --seq 4096 --grad-checkpointing --optimizer adamw-fused\n"
       "  gpuplan train --config config.json --lora-rank 16 --lora-targets q_proj,v_proj --format json");
-  add_model_options(*cmd, o.model);
+  add_train_options(*cmd, o);
+}
+
+void add_train_options(CLI::App& cmd, TrainOptions& o) {
+  add_model_options(cmd, o.model);
   auto& w = o.workload;
-  cmd->add_option("--batch", w.batch, "Micro-batch per GPU (default 1)");
-  cmd->add_option("--seq", w.seq, "Sequence length in tokens (default 2048)");
-  cmd->add_option("--grad-accum", w.grad_accum, "Gradient-accumulation steps (default 1)");
-  cmd->add_option("--precision", o.precision,
+  cmd.add_option("--batch", w.batch, "Micro-batch per GPU (default 1)");
+  cmd.add_option("--seq", w.seq, "Sequence length in tokens (default 2048)");
+  cmd.add_option("--grad-accum", w.grad_accum, "Gradient-accumulation steps (default 1)");
+  cmd.add_option("--precision", o.precision,
                   "fp32 | bf16 | fp16 (16-bit weights, fp32 master + moments) | amp-bf16 | amp-fp16 (fp32 weights, "
                   "autocast) | pure-bf16 | pure-fp16 | fp8 (default bf16)");
-  cmd->add_option("--optimizer", o.optimizer,
+  cmd.add_option("--optimizer", o.optimizer,
                   "adamw | adamw-fused | adam | sgd | sgd-momentum | adafactor | lion | adamw-8bit (default adamw)");
-  auto* gc = cmd->add_flag("--grad-checkpointing", o.grad_checkpointing, "Recompute every decoder layer (= --recompute full)");
-  cmd->add_option("--recompute", o.recompute, "none | selective | full (default none)")->excludes(gc);
-  cmd->add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
-  cmd->add_option("--lora-rank", w.lora.rank, "LoRA rank (PEFT; adapters in fp32)");
-  cmd->add_option("--lora-targets", o.lora_targets, "Comma-separated target modules (default q_proj,v_proj), or all-linear");
-  cmd->add_flag("--qlora", w.lora.qlora, "Base weights in NF4 with double quantization (needs --lora-rank)");
-  cmd->add_option("--gpus", w.gpus, "GPUs per node (default 1)");
-  cmd->add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes / (tp × pp × cp)");
-  cmd->add_option("--tp", w.tp, "Tensor-parallel degree (Megatron: heads, FFN and vocabulary split; default 1)");
-  cmd->add_option("--pp", w.pp, "Pipeline-parallel stages (1F1B; --grad-accum = micro-batches per step; default 1)");
-  cmd->add_option("--vpp", w.vpp, "Model chunks per GPU for the interleaved pipeline schedule (default 1)");
-  cmd->add_flag("--sp", w.sp, "Megatron sequence parallelism inside the tensor-parallel group");
-  cmd->add_option("--cp", w.cp, "Context-parallel degree: the sequence split across GPUs (default 1)");
-  cmd->add_option("--ep", w.ep, "Expert-parallel degree (MoE; inside the data-parallel ranks; default 1)");
-  auto* zero = cmd->add_option("--zero", w.zero, "ZeRO stage 0-3 across the data-parallel ranks (0 = DDP)");
-  cmd->add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard (= --zero 3), shard_grad_op (2), hybrid_shard (3 within "
+  auto* gc = cmd.add_flag("--grad-checkpointing", o.grad_checkpointing, "Recompute every decoder layer (= --recompute full)");
+  cmd.add_option("--recompute", o.recompute, "none | selective | full (default none)")->excludes(gc);
+  cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
+  cmd.add_option("--lora-rank", w.lora.rank, "LoRA rank (PEFT; adapters in fp32)");
+  cmd.add_option("--lora-targets", o.lora_targets, "Comma-separated target modules (default q_proj,v_proj), or all-linear");
+  cmd.add_flag("--qlora", w.lora.qlora, "Base weights in NF4 with double quantization (needs --lora-rank)");
+  cmd.add_option("--gpus", w.gpus, "GPUs per node (default 1)");
+  cmd.add_option("--nodes", o.run.nodes, "Nodes (default 1); data parallelism spans gpus × nodes / (tp × pp × cp)");
+  cmd.add_option("--tp", w.tp, "Tensor-parallel degree (Megatron: heads, FFN and vocabulary split; default 1)");
+  cmd.add_option("--pp", w.pp, "Pipeline-parallel stages (1F1B; --grad-accum = micro-batches per step; default 1)");
+  cmd.add_option("--vpp", w.vpp, "Model chunks per GPU for the interleaved pipeline schedule (default 1)");
+  cmd.add_flag("--sp", w.sp, "Megatron sequence parallelism inside the tensor-parallel group");
+  cmd.add_option("--cp", w.cp, "Context-parallel degree: the sequence split across GPUs (default 1)");
+  cmd.add_option("--ep", w.ep, "Expert-parallel degree (MoE; inside the data-parallel ranks; default 1)");
+  auto* zero = cmd.add_option("--zero", w.zero, "ZeRO stage 0-3 across the data-parallel ranks (0 = DDP)");
+  cmd.add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard (= --zero 3), shard_grad_op (2), hybrid_shard (3 within "
                                     "a node), no_shard (0)")->excludes(zero);
-  cmd->add_option("--offload-optimizer", o.offload_optimizer, "none | cpu | nvme: moments and master weights off the GPU");
-  cmd->add_option("--offload-params", o.offload_params, "none | cpu | nvme: parameter shards off the GPU (ZeRO-3)");
-  cmd->add_option("--network-bandwidth", o.network_gbps, "Per-GPU network bandwidth between nodes in GB/s (default 50)");
-  add_fit_options(*cmd, o.fit);
-  add_limit_options(*cmd, o.limits, true);
-  cmd->add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
-  cmd->add_option("--format", o.format, "table (default) | json | csv | md");
+  cmd.add_option("--offload-optimizer", o.offload_optimizer, "none | cpu | nvme: moments and master weights off the GPU");
+  cmd.add_option("--offload-params", o.offload_params, "none | cpu | nvme: parameter shards off the GPU (ZeRO-3)");
+  cmd.add_option("--network-bandwidth", o.network_gbps, "Per-GPU network bandwidth between nodes in GB/s (default 50)");
+  add_fit_options(cmd, o.fit);
+  add_limit_options(cmd, o.limits, true);
+  cmd.add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
+  cmd.add_option("--format", o.format, "table (default) | json | csv | md");
   auto& r = o.run;
-  cmd->add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
-  cmd->add_option("--epochs", r.epochs, "Epochs over --dataset-tokens (instead of --tokens)");
-  cmd->add_option("--dataset-tokens", r.dataset_tokens, "Dataset size in tokens, with --epochs");
-  cmd->add_option("--mfu", r.mfu, "Model FLOPs utilisation for time (default by device class, printed)");
-  cmd->add_option("--provider", r.provider, "Price the run on this provider's offerings only");
-  cmd->add_flag("--spot", r.spot, "Use published spot/preemptible prices");
-  cmd->add_option("--price-per-gpu-hour", r.price_per_gpu_hour, "Your own price in USD per GPU-hour");
-  cmd->add_option("--power-utilization", r.power_utilization, "Average power draw as a share of TDP (default 1.0)");
-  cmd->add_option("--pue", r.pue, "Data-centre power usage effectiveness (default 1.2)");
-  cmd->add_option("--grid-intensity", r.grid_intensity, "Grid CO2 intensity in kg/kWh (for CO2)");
+  cmd.add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
+  cmd.add_option("--epochs", r.epochs, "Epochs over --dataset-tokens (instead of --tokens)");
+  cmd.add_option("--dataset-tokens", r.dataset_tokens, "Dataset size in tokens, with --epochs");
+  cmd.add_option("--mfu", r.mfu, "Model FLOPs utilisation for time (default by device class, printed)");
+  cmd.add_option("--provider", r.provider, "Price the run on this provider's offerings only");
+  cmd.add_flag("--spot", r.spot, "Use published spot/preemptible prices");
+  cmd.add_option("--price-per-gpu-hour", r.price_per_gpu_hour, "Your own price in USD per GPU-hour");
+  cmd.add_option("--power-utilization", r.power_utilization, "Average power draw as a share of TDP (default 1.0)");
+  cmd.add_option("--pue", r.pue, "Data-centre power usage effectiveness (default 1.2)");
+  cmd.add_option("--grid-intensity", r.grid_intensity, "Grid CO2 intensity in kg/kWh (for CO2)");
 }
 
 namespace {
@@ -186,6 +190,15 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
 
 ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
+  nlohmann::json report = train_report(o);
+  const ExitCode status = check_limits(o.limits, report, err);
+  if (format == Format::json) render_json(report, out);
+  else if (format == Format::table) render_train_table(report, out);
+  else render_report_rows(report, format == Format::md, out);
+  return status;
+}
+
+nlohmann::json train_report(const TrainOptions& o) {
   TrainingWorkload w = o.workload;
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
   w.optimizer = parse_enum<Optimizer>(optimizer_names, o.optimizer, "optimizer");
@@ -279,7 +292,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
   add_run_report(report, spec, w, o.run, cat, device, est.shape.trainable_on_gpu, comms);
   if (device) {
     report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
-  } else {
+  } else if (o.fit.table) {
     // How many GPUs of each kind: the same workload data-parallel over n GPUs with ZeRO-3 (FSDP full shard),
     // or with the stage the user chose.
     // With model parallelism each data-parallel replica is tp × pp × cp GPUs.
@@ -324,11 +337,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
                                            : nlohmann::json(priced.front().offering->provider + " " + priced.front().offering->instance);
     }
   }
-  const ExitCode status = check_limits(o.limits, report, err);
-  if (format == Format::json) render_json(report, out);
-  else if (format == Format::table) render_train_table(report, out);
-  else render_report_rows(report, format == Format::md, out);
-  return status;
+  return report;
 }
 
 }  // namespace gpuplan::cli

@@ -8,8 +8,11 @@
 
 namespace gpuplan::cli {
 
-// Colour for tables: on only when stdout is a terminal and NO_COLOR is unset (https://no-color.org); set by run().
-void set_colour(bool on);
+// Whether stdout is a terminal, and colour for tables: on only on a terminal with NO_COLOR unset
+// (https://no-color.org); set by run().
+void set_terminal(bool tty, bool colour);
+bool terminal();
+bool colour();
 
 void render_json(const nlohmann::json& report, std::ostream& out);
 void render_train_table(const nlohmann::json& report, std::ostream& out);

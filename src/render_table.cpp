@@ -13,9 +13,9 @@ namespace gpuplan::cli {
 
 namespace {
 
-bool colour = false;
+bool tty = false, colour_on = false;
 std::string paint(const std::string& text, const char* code) {
-  return colour ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
+  return colour_on ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
 }
 
 using nlohmann::json;
@@ -159,7 +159,12 @@ void assumptions(const json& r, std::ostream& out) {
 
 }  // namespace
 
-void set_colour(bool on) { colour = on; }
+void set_terminal(bool is_tty, bool with_colour) {
+  tty = is_tty;
+  colour_on = is_tty && with_colour;
+}
+bool terminal() { return tty; }
+bool colour() { return colour_on; }
 
 void render_columns(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                     std::ostream& out) {

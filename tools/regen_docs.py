@@ -31,6 +31,13 @@ SECTIONS = [
       ["plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--objective", "time", "--budget", "50K",
        "--gpu", "h100,a100-80gb"],
       ["plan", "infer", "--model", "llama-3.1-70b", "--concurrency", "64", "--prompt-len", "4096", "--new-tokens", "512"]]),
+    ("sweep", "Memory over a range of one or two workload flags, the largest value that fits each device "
+              "(exact, bisected between the swept points), a chart (`--chart`; by default on a terminal) and "
+              "`--plot file.svg`.",
+     [["sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..128k", "--gpu", "rtx-4090", "--gpu", "h100-sxm",
+       "--chart"],
+      ["sweep", "train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--batch", "1..16", "--seq", "2k,4k",
+       "--grad-checkpointing", "--gpu", "l40s", "--format", "md"]]),
     ("scale", "Compute-optimal model size and tokens for a budget.",
      [["scale", "--budget", "1M", "--gpu", "h100", "--provider", "aws"]]),
     ("hardware and prices", "The catalogs.",

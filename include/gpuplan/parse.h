@@ -1,10 +1,12 @@
 // Human sizes in one place: "7B" parameters, "80GB"/"80GiB" bytes, "2T" tokens.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "error.h"
 #include "units.h"
@@ -168,6 +170,64 @@ inline double parse_fraction(std::string_view text) {
   else if (!suffix.empty()) throw InputError(expect);
   if (!(v >= 0 && v < 1)) throw InputError(expect);
   return v;
+}
+
+// The values of a swept flag (gpuplan sweep): a comma-separated list of items, each a whole number ("8", "4k"),
+// a doubling range "A..B" (A, 2A, 4A, … and B itself when the doubling skips it) or a stepped range "A..B+S"
+// (A, A+S, … ≤ B). k and M are binary (4k = 4,096; 128k = 131,072, the way context lengths are named).
+// Values are sorted and deduplicated; at most max_sweep_points of them, each 1 … 1e9.
+inline constexpr std::size_t max_sweep_points = 256;  // a chart stays readable, a sweep stays under a second
+
+inline std::vector<std::int64_t> parse_sweep(std::string_view text, const std::string& flag) {
+  const std::string expect = flag + " \"" + std::string(text) +
+                             "\": expected values such as 8, 1k,2k,4k, 1..64 (doubling) or 512..4k+512 (stepped)";
+  auto whole = [&](std::string_view t) {
+    const auto [v, suffix] = detail::number_and_suffix(t, expect);
+    double mult = 0;
+    if (suffix.empty()) mult = 1;
+    else if (suffix == "k" || suffix == "K") mult = 1024;
+    else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024.0;
+    else throw InputError(expect);
+    const double r = v * mult;
+    if (!(r >= 1 && r <= 1e9) || r != std::floor(r)) throw InputError(expect + " (whole numbers from 1 to 1e9)");
+    return static_cast<std::int64_t>(r);
+  };
+  std::vector<std::int64_t> values;
+  auto add = [&](std::int64_t v) {
+    if (values.size() >= max_sweep_points * 4) throw InputError(flag + ": more than " +
+                                                                std::to_string(max_sweep_points) + " values");
+    values.push_back(v);
+  };
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) throw InputError(expect);
+    const std::size_t dots = item.find("..");
+    if (dots == std::string_view::npos) {
+      add(whole(item));
+      continue;
+    }
+    std::string_view hi_text = item.substr(dots + 2);
+    const std::size_t plus = hi_text.find('+');
+    const std::int64_t lo = whole(item.substr(0, dots));
+    const std::int64_t hi = whole(hi_text.substr(0, plus));
+    if (hi < lo) throw InputError(expect + " (a range runs from low to high)");
+    if (plus == std::string_view::npos) {
+      for (std::int64_t v = lo; v < hi; v *= 2) add(v);
+      add(hi);
+    } else {
+      const std::int64_t step = whole(hi_text.substr(plus + 1));
+      for (std::int64_t v = lo; v <= hi; v += step) add(v);
+    }
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  if (values.size() > max_sweep_points)
+    throw InputError(flag + ": " + std::to_string(values.size()) + " values, at most " +
+                     std::to_string(max_sweep_points));
+  return values;
 }
 
 }  // namespace gpuplan

@@ -29,6 +29,8 @@ cases = [
     ("plan-train", ["plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--objective", "time", "--budget", "50K"]),
     ("plan-infer", ["plan", "infer", "--model", "llama-3.1-70b", "--concurrency", "64"]),
     ("plan-infer", ["plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms"]),
+    ("sweep", ["sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..128k", "--gpu", "rtx-4090", "--gpu", "h100-sxm"]),
+    ("sweep", ["sweep", "train", "--model", "llama-3.2-1b", "--batch", "1..8", "--seq", "1k,4k", "--gpu", "l4"]),
 ]
 failed = 0
 for name, args in cases:

@@ -49,3 +49,21 @@ TEST_CASE("parse_duration and parse_fraction", "[parse]") {
   CHECK(parse_fraction("0%") == 0);
   for (const char* bad : {"120%", "1.5", "ten", "5x"}) CHECK_THROWS_AS(parse_fraction(bad), InputError);
 }
+
+TEST_CASE("parse_sweep: lists, doubling and stepped ranges, binary k", "[parse]") {
+  using V = std::vector<std::int64_t>;
+  CHECK(gpuplan::parse_sweep("1..64", "--batch") == V{1, 2, 4, 8, 16, 32, 64});
+  CHECK(gpuplan::parse_sweep("4k..128k", "--context") == V{4096, 8192, 16384, 32768, 65536, 131072});
+  CHECK(gpuplan::parse_sweep("3..10", "--batch") == V{3, 6, 10});  // the end is always a point
+  CHECK(gpuplan::parse_sweep("512..2k+512", "--seq") == V{512, 1024, 1536, 2048});
+  CHECK(gpuplan::parse_sweep("8,1,8,2k", "--batch") == V{1, 8, 2048});  // sorted, once each
+  CHECK(gpuplan::parse_sweep("7", "--batch") == V{7});
+  CHECK(gpuplan::parse_sweep("1M", "--context") == V{1048576});
+}
+
+TEST_CASE("parse_sweep: bad values are an InputError naming the flag", "[parse]") {
+  for (const char* bad : {"", ",", "1,", "0", "1.5", "-4", "1..", "..8", "64..1", "1..8+0", "5x", "1..300+1", "2e9"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(gpuplan::parse_sweep(bad, "--batch"), Catch::Contains("--batch"));
+  }
+}

@@ -1,0 +1,111 @@
+// gpuplan sweep in-process: every point is the full train/infer estimate, and the largest value that fits is
+// checked against the plain commands on both sides of the boundary.
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app.h"
+
+using gpuplan::cli::ExitCode;
+
+namespace {
+struct SweepResult {
+  ExitCode code;
+  std::string out, err;
+};
+SweepResult sweep_run(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const ExitCode code = gpuplan::cli::run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+nlohmann::json sweep_json(std::vector<std::string> args) {
+  args.insert(args.end(), {"--format", "json"});
+  const auto r = sweep_run(args);
+  INFO(r.err);
+  REQUIRE(r.code == ExitCode::ok);
+  return nlohmann::json::parse(r.out);
+}
+}  // namespace
+
+TEST_CASE("sweep infer: each point equals infer at that value; the boundary is exact", "[cli][sweep]") {
+  const auto j = sweep_json({"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..64k", "--gpu", "rtx-4090"});
+  CHECK(j["schema"] == "gpuplan/1");
+  CHECK(j["command"] == "sweep infer");
+  CHECK(j["swept"][0]["flag"] == "--context");
+  REQUIRE(j["points"].size() == 5);
+  for (const auto& p : j["points"]) {
+    const auto one = sweep_json({"infer", "--model", "llama-3.1-8b", "--context", std::to_string(p["--context"].get<int>())});
+    CHECK(p["memory"]["total_bytes"] == one["memory"]["total_bytes"]);
+    CHECK(p["memory"]["components"] == one["memory"]["components"]);
+  }
+  // The largest context that fits lies between two swept points (32k fits a 24 GiB card, 64k does not) and is
+  // exact: infer at it fits, one token more does not.
+  const auto& largest = j["devices"][0]["largest"][0];
+  const std::int64_t v = largest["value"].get<std::int64_t>();
+  CHECK(v > 32768);
+  CHECK(v < 65536);
+  auto fits = [](std::int64_t c) {
+    return sweep_json({"infer", "--model", "llama-3.1-8b", "--context", std::to_string(c), "--gpu", "rtx-4090"})["fit"]["fits"]
+        .get<bool>();
+  };
+  CHECK(fits(v));
+  CHECK_FALSE(fits(v + 1));
+}
+
+TEST_CASE("sweep train: two flags make every combination; a one-value flag is fixed", "[cli][sweep]") {
+  const auto j = sweep_json({"sweep", "train", "--model", "llama-3.2-1b", "--lora-rank", "16", "--seq", "1k,2k", "--batch",
+                             "1..4", "--gpu", "rtx-4090", "--gpu", "h100-sxm"});
+  REQUIRE(j["swept"].size() == 2);
+  CHECK(j["swept"][0]["flag"] == "--seq");  // the order given: the first is the x axis
+  CHECK(j["swept"][1]["values"] == nlohmann::json({1, 2, 4}));
+  REQUIRE(j["points"].size() == 6);
+  const auto one = sweep_json({"train", "--model", "llama-3.2-1b", "--lora-rank", "16", "--seq", "2048", "--batch", "4"});
+  CHECK(j["points"][5]["memory"]["total_bytes"] == one["memory"]["total_bytes"]);
+  CHECK(j["devices"].size() == 2);
+  CHECK(j["devices"][1]["largest"].size() == 3);  // one per --batch value
+}
+
+TEST_CASE("sweep: the chart, the table's answer lines, csv", "[cli][sweep]") {
+  const auto t = sweep_run({"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..64k", "--gpu", "rtx-4090", "--chart"});
+  REQUIRE(t.code == ExitCode::ok);
+  CHECK_THAT(t.out, Catch::Contains("◀ largest that fits on rtx-4090"));
+  CHECK_THAT(t.out, Catch::Contains("KV cache"));
+  CHECK_THAT(t.out, Catch::Contains("rtx-4090: largest --context that fits: "));
+  const auto c = sweep_run({"sweep", "infer", "--model", "llama-3.1-8b", "--batch", "1,2,3", "--format", "csv"});
+  REQUIRE(c.code == ExitCode::ok);
+  CHECK(std::count(c.out.begin(), c.out.end(), '\n') == 4);  // header and three points
+  CHECK(c.out.rfind("--batch,weights,", 0) == 0);
+}
+
+TEST_CASE("sweep: bad input is a usage error; nothing fitting is exit 1", "[cli][sweep]") {
+  const std::vector<std::string> m = {"--model", "llama-3.1-8b"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), m.begin(), m.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return sweep_run(head);
+  };
+  struct Case {
+    std::vector<std::string> head, tail;
+    ExitCode code;
+    const char* err;
+  };
+  const std::vector<Case> cases = {
+      {{"sweep", "infer"}, {}, ExitCode::usage, "one or two"},
+      {{"sweep", "infer"}, {"--batch", "4"}, ExitCode::usage, "one or two"},
+      {{"sweep", "infer"}, {"--batch", "1,2", "--context", "1k,2k", "--new-tokens", "1,2"}, ExitCode::usage, "3 given"},
+      {{"sweep", "infer"}, {"--context", "64..1"}, ExitCode::usage, "--context"},
+      {{"sweep", "train"}, {"--tp", "1,3"}, ExitCode::usage, "at --tp 3"},
+      {{"sweep", "train"}, {"--batch", "1..200+1", "--seq", "1k,2k"}, ExitCode::usage, "at most 256"},
+      {{"sweep", "train"}, {"--batch", "1,2", "--gpu", "rtx-4090"}, ExitCode::limit, "no swept value fits"},
+      {{"sweep", "infer"}, {"--batch", "1,2", "--gpu", "h900"}, ExitCode::usage, "unknown accelerator"},
+      {{"sweep", "infer"}, {"--batch", "1,2", "--max-batch"}, ExitCode::usage, "--max-batch"},
+      {{"sweep", "infer"}, {"--batch", "1,2", "--plot", "/nonexistent-dir/x.svg"}, ExitCode::usage, "cannot write"},
+  };
+  for (const auto& c : cases) {
+    const auto r = with(c.head, c.tail);
+    INFO(r.err);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.err, Catch::Contains(c.err));
+  }
+}

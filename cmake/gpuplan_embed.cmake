@@ -1,13 +1,14 @@
 # Embed every data/**/*.json and the output schemas in docs/schema into a generated header at configure time, as bytes (no string-literal limits,
 # no #embed in C++20). Editing a data file re-runs configure.
-file(GLOB_RECURSE gpuplan_data CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/data/*.json" "${PROJECT_SOURCE_DIR}/docs/schema/*.json")
+get_filename_component(gpuplan_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)  # also when web/ includes this file
+file(GLOB_RECURSE gpuplan_data CONFIGURE_DEPENDS "${gpuplan_root}/data/*.json" "${gpuplan_root}/docs/schema/*.json")
 list(SORT gpuplan_data)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${gpuplan_data})
 set(GPUPLAN_ARRAYS "")
 set(GPUPLAN_TABLE "")
 set(GPUPLAN_CATALOG_DATES "")
 foreach(path IN LISTS gpuplan_data)
-  file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${path}")
+  file(RELATIVE_PATH rel "${gpuplan_root}" "${path}")
   string(MAKE_C_IDENTIFIER "${rel}" id)
   file(READ "${path}" hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")

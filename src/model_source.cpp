@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
+#include <string_view>
 
 #include <gpuplan/model_gguf.h>
 #include <gpuplan/model_hf.h>
@@ -22,6 +22,21 @@ namespace gpuplan::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Small matchers instead of std::regex (which costs ~0.3 MB of the web page's code and a parse per pattern).
+bool all_of_chars(std::string_view s, bool (*ok)(char)) {
+  return std::all_of(s.begin(), s.end(), ok);
+}
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
+bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_name_char(char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-'; }
+bool is_revision_char(char c) { return is_name_char(c) || c == '/'; }
+// A Hub name part: [A-Za-z0-9][A-Za-z0-9._-]*
+bool hub_name(std::string_view s) { return !s.empty() && is_alnum(s[0]) && all_of_chars(s, is_name_char); }
+// A full commit hash: 40 lowercase hex digits.
+bool commit_hash(std::string_view s) { return s.size() == 40 && all_of_chars(s, is_hex); }
+
 
 constexpr std::uintmax_t max_gguf_header_bytes = 1u << 30;  // metadata + tensor infos; 256K-token vocabularies ~ 10 MB
 
@@ -75,17 +90,21 @@ gguf_file::Header read_gguf_one(const fs::path& p) {
 // A split GGUF (llama.cpp gguf-split: name-00001-of-00003.gguf) is one model: the first part's metadata and every
 // part's tensors.
 gguf_file::Header read_gguf(const fs::path& p) {
-  static const std::regex split(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
-  std::smatch m;
+  // name-NNNNN-of-MMMMM.gguf: the 20-character tail, five digits each.
   const std::string name = p.filename().string();
-  if (!std::regex_match(name, m, split)) return read_gguf_one(p);
-  const int parts = std::stoi(m[3].str());
+  const std::size_t n = name.size();
+  if (n < 20 || name.compare(n - 5, 5, ".gguf") != 0 || name[n - 20] != '-' || name.compare(n - 14, 4, "-of-") != 0 ||
+      !all_of_chars(std::string_view(name).substr(n - 19, 5), is_digit) ||
+      !all_of_chars(std::string_view(name).substr(n - 10, 5), is_digit))
+    return read_gguf_one(p);
+  const std::string stem = name.substr(0, n - 20);
+  const int parts = std::stoi(name.substr(n - 10, 5));
   if (parts < 1) throw DataError(p.string() + ": a split GGUF needs at least one part");
   std::vector<fs::path> files;
   for (int i = 1; i <= parts; ++i) {
     char part[32];
     std::snprintf(part, sizeof part, "-%05d-of-%05d.gguf", i, parts);
-    files.push_back(p.parent_path() / (m[1].str() + part));
+    files.push_back(p.parent_path() / (stem + part));
     if (!fs::exists(files.back()))
       throw DataError(files.back().string() + ": part " + std::to_string(i) + " of the split GGUF is missing");
   }
@@ -186,16 +205,17 @@ ModelSource from_gguf(const fs::path& p, ModelSource m) {
 
 // org/name[@revision] → the snapshot folder in the local cache, if it is there.
 std::optional<fs::path> cached_snapshot(const std::string& repo, const std::string& revision, std::string& commit) {
-  const fs::path root = fs::path(hf_cache_root()) / ("models--" + std::regex_replace(repo, std::regex("/"), "--"));
+  std::string folder = "models--";
+  for (char c : repo) folder += c == '/' ? std::string("--") : std::string(1, c);
+  const fs::path root = fs::path(hf_cache_root()) / folder;
   if (!fs::is_directory(root)) return std::nullopt;
   commit = revision;
-  static const std::regex hex40("[0-9a-f]{40}");
-  if (!std::regex_match(revision, hex40)) {
+  if (!commit_hash(revision)) {
     const fs::path ref = root / "refs" / revision;
     if (!fs::exists(ref)) return std::nullopt;
     commit = read_prefix(ref, 64);
     commit.erase(std::remove_if(commit.begin(), commit.end(), ::isspace), commit.end());
-    if (!std::regex_match(commit, hex40)) throw DataError(ref.string() + ": not a commit hash");
+    if (!commit_hash(commit)) throw DataError(ref.string() + ": not a commit hash");
   }
   const fs::path snap = root / "snapshots" / commit;
   if (!fs::is_directory(snap)) return std::nullopt;
@@ -240,13 +260,20 @@ ModelSource resolve_model_source(const ModelOptions& o) {
     m.spec = model_from_hf_config(read_json(p), o.model);
     return m;
   }
-  static const std::regex hub(R"(([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(@([A-Za-z0-9._/-]+))?)");
-  std::smatch r;
-  if (!std::regex_match(o.model, r, hub) || o.model.find("..") != std::string::npos)
+  // org/name[@revision]: two Hub name parts, a revision of name characters and slashes, no "..".
+  const std::string_view id(o.model);
+  const std::size_t at = id.find('@'), slash = id.find('/');
+  const std::string_view repo_part = id.substr(0, at);
+  const bool is_hub = slash != std::string_view::npos && slash < repo_part.size() &&
+                      hub_name(repo_part.substr(0, slash)) && hub_name(repo_part.substr(slash + 1)) &&
+                      (at == std::string_view::npos ||
+                       (at + 1 < id.size() && all_of_chars(id.substr(at + 1), is_revision_char))) &&
+                      id.find("..") == std::string_view::npos;
+  if (!is_hub)
     throw InputError("unknown model \"" + o.model + "\": not a preset (`gpuplan models`), a file or folder, or a "
                      "Hugging Face id org/name[@revision]");
-  const std::string repo = r[1].str();
-  m.revision = r[3].matched ? r[3].str() : "main";
+  const std::string repo(repo_part);
+  m.revision = at == std::string_view::npos ? "main" : std::string(id.substr(at + 1));
   std::string commit;
   if (const auto snap = cached_snapshot(repo, m.revision, commit)) {
     m.kind = "hf-cache";

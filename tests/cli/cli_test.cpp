@@ -419,3 +419,13 @@ TEST_CASE("cli: plan train and plan infer", "[cli][plan]") {
     CHECK_THAT(r.out, Catch::Contains("$/1M out"));
   }
 }
+
+TEST_CASE("cli: --model that is neither a preset, a path nor a Hub id org/name[@revision]", "[cli]") {
+  for (const char* bad : {"org/", "/name", "org/name/extra", "org/na me", "-org/name", "org/name@", "org/../name",
+                          "org/name@re v", "org"}) {
+    INFO(bad);
+    const auto r = run({"train", "--model", bad});
+    CHECK(r.code == ExitCode::usage);
+    CHECK_THAT(r.err, Catch::Contains("unknown model"));
+  }
+}

@@ -165,7 +165,7 @@ struct PlanOptions {
   CLI::App* train_cmd = nullptr;
   CLI::App* infer_cmd = nullptr;
 };
-void setup_plan(CLI::App& app, PlanOptions& o);
+void setup_plan(CLI::App& app, PlanOptions& o, bool with_options);
 ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& err);
 ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& err);
 
@@ -185,7 +185,7 @@ struct SweepOptions {
   CLI::App* train_cmd = nullptr;
   CLI::App* infer_cmd = nullptr;
 };
-void setup_sweep(CLI::App& app, SweepOptions& o);
+void setup_sweep(CLI::App& app, SweepOptions& o, bool with_options);
 ExitCode run_sweep(SweepOptions& o, std::ostream& out, std::ostream& err);
 
 struct CheckOptions {
@@ -216,8 +216,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o);
 ModelSpec resolve_model(const ModelOptions& o);
 Format parse_format(const std::string& s);
 
-void setup_train(CLI::App& app, TrainOptions& o);
-void setup_infer(CLI::App& app, InferOptions& o);
+// with_options false: the subcommand's name, help line and nested subcommands only (see run()).
+void setup_train(CLI::App& app, TrainOptions& o, bool with_options);
+void setup_infer(CLI::App& app, InferOptions& o, bool with_options);
 void setup_models(CLI::App& app, ModelsOptions& o);
 void setup_hardware(CLI::App& app, HardwareOptions& o);
 void setup_scale(CLI::App& app, ScaleOptions& o);

@@ -5,7 +5,7 @@
 
 namespace gpuplan::cli {
 
-void setup_infer(CLI::App& app, InferOptions& o) {
+void setup_infer(CLI::App& app, InferOptions& o, bool with_options) {
   auto* cmd = app.add_subcommand("infer", "Serving: weights by format, KV cache, engine overhead, throughput, $ per token");
   cmd->footer(
       "Examples:\n"
@@ -13,7 +13,7 @@ void setup_infer(CLI::App& app, InferOptions& o) {
       "  gpuplan infer --model llama-3.1-70b --weights awq-int4 --kv-dtype fp8 --profile vllm --gpu h100 --tp 2\n"
       "  gpuplan infer --model llama-3.1-8b --weights q4_k_m --profile llama.cpp --gpu rtx-4090 --max-context\n"
       "  gpuplan infer --config config.json --precision fp16 --format json");
-  add_infer_options(*cmd, o);
+  if (with_options) add_infer_options(*cmd, o);
 }
 
 void add_infer_options(CLI::App& cmd, InferOptions& o) {

@@ -42,7 +42,7 @@ std::string duration(double seconds) {
 
 }  // namespace
 
-void setup_plan(CLI::App& app, PlanOptions& o) {
+void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   auto* plan = app.add_subcommand("plan", "The cheapest or fastest setups that fit: training or serving, across the catalogs");
   plan->require_subcommand(1);
   auto* t = plan->add_subcommand("train", "Search accelerators × GPUs × parallel layout × micro-batch × recomputation × offload × offering");
@@ -50,6 +50,10 @@ void setup_plan(CLI::App& app, PlanOptions& o) {
             "  gpuplan plan train --model llama-3.1-70b --tokens 2T\n"
             "  gpuplan plan train --model llama-3.1-8b --tokens 100B --objective time --budget 50K --deadline 7d\n"
             "  gpuplan plan train --params 13B --gpu h100,a100-80gb --provider lambda --format json");
+  auto* i = plan->add_subcommand("infer", "Search accelerators × tensor parallelism × weight format × KV dtype × replicas (vLLM)");
+  o.train_cmd = t;
+  o.infer_cmd = i;
+  if (!with_options) return;
   add_common(*t, o.train_common);
   auto& tr = o.train;
   t->add_option("--tokens", tr.tokens, "Training tokens (default ≈ 20 per parameter, Hoffmann et al. 2022)");
@@ -61,7 +65,6 @@ void setup_plan(CLI::App& app, PlanOptions& o) {
   t->add_option("--deadline", tr.deadline, "Finish within this time (30d, 72h)");
   t->add_option("--mfu", tr.mfu, "Model FLOPs utilisation (default by device class)");
   t->add_option("--network-bandwidth", tr.network_gbps, "Per-GPU network bandwidth between nodes in GB/s (default 50)");
-  auto* i = plan->add_subcommand("infer", "Search accelerators × tensor parallelism × weight format × KV dtype × replicas (vLLM)");
   i->footer("Examples:\n"
             "  gpuplan plan infer --model llama-3.1-70b --concurrency 64 --prompt-len 4096 --new-tokens 512\n"
             "  gpuplan plan infer --model llama-3.1-8b --tokens-per-second 20000 --latency 40ms\n"
@@ -75,8 +78,6 @@ void setup_plan(CLI::App& app, PlanOptions& o) {
   i->add_option("--latency", in.latency, "Time per output token, at most (50ms)");
   i->add_option("--weights", in.weights, "Weight formats to consider (default bf16,fp8,awq-int4)")->delimiter(',');
   i->add_option("--kv-dtype", in.kv, "KV-cache dtypes to consider (default bf16,fp8)")->delimiter(',');
-  o.train_cmd = t;
-  o.infer_cmd = i;
 }
 
 namespace {

@@ -317,7 +317,7 @@ ExitCode run_side(const O& base, const SweepSide& side, const std::vector<Axis<O
 
 }  // namespace
 
-void setup_sweep(CLI::App& app, SweepOptions& o) {
+void setup_sweep(CLI::App& app, SweepOptions& o, bool with_options) {
   auto* cmd = app.add_subcommand("sweep", "Memory over a range of one or two workload flags, and the largest value "
                                           "that fits each --gpu");
   cmd->require_subcommand(1);
@@ -328,10 +328,11 @@ void setup_sweep(CLI::App& app, SweepOptions& o) {
       "  gpuplan sweep infer --model qwen2.5-7b --concurrency 1..256 --gpu l40s --format csv");
   o.train_cmd = cmd->add_subcommand("train", "Sweep a training workload (every train option; ranges for --batch, --seq, "
                                              "--grad-accum, --lora-rank, --gpus, --tp, --pp)");
-  add_train_options(*o.train_cmd, o.train);
-  add_sweep_options(*o.train_cmd, o.train_side, train_axes());
   o.infer_cmd = cmd->add_subcommand("infer", "Sweep a serving workload (every infer option; ranges for --batch/"
                                              "--concurrency, --prompt-len, --new-tokens, --context, --tp)");
+  if (!with_options) return;
+  add_train_options(*o.train_cmd, o.train);
+  add_sweep_options(*o.train_cmd, o.train_side, train_axes());
   add_infer_options(*o.infer_cmd, o.infer);
   add_sweep_options(*o.infer_cmd, o.infer_side, infer_axes());
 }

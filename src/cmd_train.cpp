@@ -7,14 +7,14 @@
 
 namespace gpuplan::cli {
 
-void setup_train(CLI::App& app, TrainOptions& o) {
+void setup_train(CLI::App& app, TrainOptions& o, bool with_options) {
   auto* cmd = app.add_subcommand("train", "Per-GPU memory of a training step (full fine-tuning, LoRA, QLoRA)");
   cmd->footer(
       "Examples:\n"
       "  gpuplan train --params 7B --precision bf16\n"
       "  gpuplan train --model llama-3.1-8b --batch 2 --seq 4096 --grad-checkpointing --optimizer adamw-fused\n"
       "  gpuplan train --config config.json --lora-rank 16 --lora-targets q_proj,v_proj --format json");
-  add_train_options(*cmd, o);
+  if (with_options) add_train_options(*cmd, o);
 }
 
 void add_train_options(CLI::App& cmd, TrainOptions& o) {

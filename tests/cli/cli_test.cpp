@@ -1,4 +1,5 @@
 // The CLI in-process: cli::run() on argument vectors, its exit status, stdout and stderr.
+#include "../test_support.h"
 #include <cmath>
 #include <map>
 #include <functional>
@@ -21,7 +22,6 @@ Result run(std::vector<std::string> args) {
   const ExitCode code = gpuplan::cli::run(args, out, err);
   return {code, out.str(), err.str()};
 }
-const std::string data = GPUPLAN_TEST_DATA;
 }  // namespace
 
 TEST_CASE("cli: train --format json has the documented fields", "[cli]") {
@@ -59,7 +59,7 @@ TEST_CASE("cli: train table names the peak and the assumptions' profile", "[cli]
 }
 
 TEST_CASE("cli: the calibration contract runs", "[cli]") {
-  const std::string cfg = data + "/calibration/configs/train-llama32_1b-bf16-adamw-b4-s2048-lora16all.json";
+  const std::string cfg = gpuplan::test::data + "/calibration/configs/train-llama32_1b-bf16-adamw-b4-s2048-lora16all.json";
   auto r = run({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer",
                 "adamw", "--lora-rank", "16", "--lora-targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
                 "--attention", "sdpa", "--format", "json"});
@@ -68,7 +68,7 @@ TEST_CASE("cli: the calibration contract runs", "[cli]") {
   r = run({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer", "adamw",
            "--gpus", "2", "--zero", "3", "--grad-checkpointing", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
-  r = run({"infer", "--config", data + "/calibration/configs/infer-llama31_8b-bf16-b1-s1024-n64.json", "--batch", "1",
+  r = run({"infer", "--config", gpuplan::test::data + "/calibration/configs/infer-llama31_8b-bf16-b1-s1024-n64.json", "--batch", "1",
            "--prompt-len", "1024", "--new-tokens", "64", "--precision", "bf16", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["memory"]["kv_cache_bytes_per_token"] == 131'072);
@@ -111,10 +111,10 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "8", "--weights", "int3"}, ExitCode::usage, "weight format"},
       {{"train"}, ExitCode::usage, "--params, --model or --config"},
       {{"train", "--model", "nope"}, ExitCode::usage, "unknown model"},
-      {{"train", "--config", data + "/configs/none.json"}, ExitCode::data, "cannot open"},
-      {{"train", "--config", data + "/configs/malformed.json"}, ExitCode::data, "not valid JSON"},
-      {{"train", "--config", data + "/configs/missing_hidden.json"}, ExitCode::data, "hidden_size"},
-      {{"train", "--config", data + "/configs/unknown_type.json"}, ExitCode::data, "model_type"},
+      {{"train", "--config", gpuplan::test::data + "/configs/none.json"}, ExitCode::data, "cannot open"},
+      {{"train", "--config", gpuplan::test::data + "/configs/malformed.json"}, ExitCode::data, "not valid JSON"},
+      {{"train", "--config", gpuplan::test::data + "/configs/missing_hidden.json"}, ExitCode::data, "hidden_size"},
+      {{"train", "--config", gpuplan::test::data + "/configs/unknown_type.json"}, ExitCode::data, "model_type"},
       {{"infer", "--params", "7B", "--precision", "amp-bf16"}, ExitCode::usage, "precision"},
       {{"infer", "--params", "7B", "--prompt-len", "0"}, ExitCode::usage, "--prompt-len"},
       {{"frobnicate"}, ExitCode::usage, ""},
@@ -286,7 +286,7 @@ TEST_CASE("cli: extreme accepted inputs give finite, positive numbers", "[cli][p
 }
 
 TEST_CASE("cli: check evaluates scenarios and their limits", "[cli][check]") {
-  const auto r = run({"check", data + "/check/spec.json", "--format", "json"});
+  const auto r = run({"check", gpuplan::test::data + "/check/spec.json", "--format", "json"});
   CHECK(r.code == ExitCode::limit);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j["scenarios"].size() == 3);
@@ -305,7 +305,7 @@ TEST_CASE("cli: every command speaks table, json, csv and md", "[cli][format]") 
   const std::vector<std::vector<std::string>> commands = {
       {"train", "--model", "gpt2"}, {"infer", "--model", "gpt2", "--gpu", "l4"}, {"models"},
       {"hardware", "list"}, {"hardware", "show", "h100"}, {"prices"}, {"scale", "--compute", "1e22"},
-      {"check", data + "/check/pass.json"}};
+      {"check", gpuplan::test::data + "/check/pass.json"}};
   for (const auto& c : commands) {
     INFO(c[0]);
     for (const char* f : {"table", "json", "csv", "md"}) {

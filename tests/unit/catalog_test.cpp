@@ -1,3 +1,4 @@
+#include "../test_support.h"
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/memory/training.h>
@@ -6,7 +7,6 @@
 
 using namespace gpuplan;
 
-static const std::string data = GPUPLAN_TEST_DATA;
 
 TEST_CASE("builtin_catalog: covers the accelerators users rent or buy", "[catalog]") {
   const Catalog& c = builtin_catalog();
@@ -64,7 +64,7 @@ TEST_CASE("builtin_catalog: reference figures", "[catalog]") {
 }
 
 TEST_CASE("load_catalog: user files override and extend", "[catalog]") {
-  const Catalog c = load_catalog({data + "/catalogs/override.json"});
+  const Catalog c = load_catalog({test::data + "/catalogs/override.json"});
   CHECK(c.get("h100").name == "H100 with a custom driver limit");  // aliases of the replaced entry are the new one's
   CHECK(c.get("h100-sxm").capacity().in(unit::bytes) == 70e9);
   CHECK(c.get("asic").id == "my-asic");
@@ -73,12 +73,12 @@ TEST_CASE("load_catalog: user files override and extend", "[catalog]") {
 }
 
 TEST_CASE("load_catalog: errors name the file, the JSON pointer and the problem", "[catalog]") {
-  CHECK_THROWS_WITH(load_catalog({data + "/catalogs/invalid.json"}),
+  CHECK_THROWS_WITH(load_catalog({test::data + "/catalogs/invalid.json"}),
                     Catch::Contains("invalid.json: /devices/0/memory_bytes: expected a positive number") &&
                         Catch::Contains("/devices/0/peak_flops/fp9") && Catch::Contains("/devices/1/id"));
-  CHECK_THROWS_WITH(load_catalog({data + "/catalogs/bad_offering.json"}), Catch::Contains("unknown accelerator \"nope\""));
-  CHECK_THROWS_AS(load_catalog({data + "/catalogs/none.json"}), DataError);
-  CHECK_THROWS_AS(load_catalog({data + "/configs/malformed.json"}), DataError);
+  CHECK_THROWS_WITH(load_catalog({test::data + "/catalogs/bad_offering.json"}), Catch::Contains("unknown accelerator \"nope\""));
+  CHECK_THROWS_AS(load_catalog({test::data + "/catalogs/none.json"}), DataError);
+  CHECK_THROWS_AS(load_catalog({test::data + "/configs/malformed.json"}), DataError);
 }
 
 TEST_CASE("fit_on and fit_table", "[hardware]") {

@@ -1,5 +1,6 @@
 // Model parallelism: the rank's share of the model, Korthikanti et al.'s activation formulas, 1F1B in-flight
 // micro-batches, the pipeline bubble and the model-parallel traffic, against hand-computed values.
+#include "../test_support.h"
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -10,7 +11,7 @@
 using namespace gpuplan;
 
 namespace {
-double b(Bytes x) { return x.in(unit::bytes); }
+using gpuplan::test::b;
 
 // A GPT-3-style layer as Korthikanti et al. 2022 model it: LayerNorm, plain GeLU MLP of width 4h, dropout,
 // 16-bit activations, attention that materialises its scores.

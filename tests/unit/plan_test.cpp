@@ -1,4 +1,5 @@
 // The planner: the memory screen against the full estimator, constraints, ranking and the time/cost arithmetic.
+#include "../test_support.h"
 #include <catch2/catch.hpp>
 #include <gpuplan/model_presets.h>
 #include <gpuplan/plan.h>
@@ -6,7 +7,7 @@
 using namespace gpuplan;
 
 namespace {
-double b(Bytes x) { return x.in(unit::bytes); }
+using gpuplan::test::b;
 
 TrainingWorkload as_workload(const TrainingWorkload& base, const TrainingLayout& L) {
   return detail::layout_workload(base, L);

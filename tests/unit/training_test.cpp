@@ -1,3 +1,4 @@
+#include "../test_support.h"
 #include <catch2/catch.hpp>
 #include <gpuplan/model_presets.h>
 #include <gpuplan/memory/training.h>
@@ -14,7 +15,7 @@ const Moment& phase(const TrainingEstimate& e, const std::string& p) {
   FAIL("no phase " << p);
   return e.memory.moments.front();
 }
-double b(Bytes x) { return x.in(unit::bytes); }
+using gpuplan::test::b;
 TrainingWorkload workload(Precision p, Optimizer o, std::int64_t batch, std::int64_t seq) {
   TrainingWorkload w;
   w.precision = p;

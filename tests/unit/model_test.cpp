@@ -125,3 +125,23 @@ TEST_CASE("presets: today's lineup against the model cards", "[model]") {
   CHECK(double(total("gpt-oss-120b")) == Approx(116.83e9).epsilon(0.0005));
   CHECK(double(active("gpt-oss-120b") - 201'088LL * 2'880) == Approx(5.13e9).epsilon(0.002));
 }
+
+TEST_CASE("count_params: counting each kind of layer once equals summing every layer", "[model]") {
+  // Every preset, hybrids included (linear-attention layers, dense layers before the MoE ones, interleaved MoE).
+  for (const auto& p : builtin_presets()) {
+    INFO(p.id);
+    const ParamInventory inv = param_inventory(p.spec);
+    std::int64_t total = 0, active = 0;
+    for (const auto* part : {&inv.embedding, &inv.head}) {
+      total += detail::sum_numel(*part, false, p.spec.moe);
+      active += detail::sum_numel(*part, true, p.spec.moe);
+    }
+    for (const auto& layer : inv.per_layer) {
+      total += detail::sum_numel(layer, false, p.spec.moe);
+      active += detail::sum_numel(layer, true, p.spec.moe);
+    }
+    const ParamCounts c = count_params(p.spec);
+    CHECK(c.total.in(unit::params) == total);
+    CHECK(c.active.in(unit::params) == active);
+  }
+}

@@ -145,3 +145,17 @@ TEST_CASE("count_params: counting each kind of layer once equals summing every l
     CHECK(c.active.in(unit::params) == active);
   }
 }
+
+TEST_CASE("find_preset: every preset by its id and each alias, as in the full list", "[model]") {
+  for (const auto& p : builtin_presets()) {
+    for (const std::string& name : [&] { auto n = p.aliases; n.push_back(p.id); return n; }()) {
+      INFO(name);
+      const ModelPreset* found = find_preset_or_null(name);
+      REQUIRE(found != nullptr);
+      CHECK(found->id == p.id);
+      CHECK(count_params(found->spec).total == count_params(p.spec).total);
+    }
+  }
+  CHECK(find_preset_or_null("llama-9") == nullptr);
+  CHECK(find_preset_or_null("models") == nullptr);  // a word in every file, but no preset's name
+}

@@ -2,7 +2,8 @@
 // value that fits each --gpu, as a table/json/csv/md, a terminal chart and an SVG file.
 #include <fstream>
 #include <functional>
-#include <map>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -79,22 +80,38 @@ void add_sweep_options(CLI::App& cmd, SweepSide& side, const std::vector<Axis<O>
   cmd.add_flag("--chart", side.chart, "Print the terminal chart also when stdout is not a terminal");
 }
 
+// The flags given a list or range, in the order given (the first is the x axis), and their values.
+struct Swept {
+  std::vector<std::string> flags, whats;
+  std::vector<std::vector<std::int64_t>> values;
+  bool two() const { return values.size() == 2; }
+  // The second flag's values, or one placeholder when only one flag is swept.
+  std::vector<std::int64_t> outer() const { return two() ? values[1] : std::vector<std::int64_t>{0}; }
+  std::size_t nx() const { return values[0].size(); }
+};
+
+// The full report at a point: (x, value of the second flag, --gpu or "" for none).
+using Estimate = std::function<nlohmann::json(std::int64_t, std::int64_t, const std::string&)>;
+
 struct Point {
   std::vector<std::int64_t> values;  // one per swept flag
   nlohmann::json memory;             // the report's memory block
   std::vector<bool> fits;            // per --gpu
 };
 
+// Per --gpu: the largest x that fits at each value of the second flag (JSON), and the points that are last fits.
+struct Boundaries {
+  nlohmann::json devices = nlohmann::json::array();
+  std::vector<std::vector<std::size_t>> last_fits;
+  bool any_fit = false;
+};
+
+// Reads the swept flags; a flag given one value is set on `fixed`, as train/infer would.
 template <class O>
-ExitCode run_side(const O& base, const SweepSide& side, const std::vector<Axis<O>>& axes, const char* command,
-                  nlohmann::json (*report_of)(const O&), std::ostream& out, std::ostream& err) {
-  const Format format = parse_format(base.format);
-  // The flags given a list or range, in the order given on the command line (the first is the x axis); a flag
-  // given one value is set as in train/infer.
-  O fixed = base;
+std::pair<Swept, std::vector<std::size_t>> read_swept(O& fixed, const SweepSide& side, const std::vector<Axis<O>>& axes,
+                                                      const char* command) {
+  Swept sw;
   std::vector<std::size_t> swept;
-  std::vector<std::vector<std::int64_t>> values;
-  std::vector<std::string> flags;
   for (const CLI::Option* opt : side.parse_order)
     for (std::size_t i = 0; i < axes.size(); ++i) {
       if (opt != side.axis_options[i] || std::find(swept.begin(), swept.end(), i) != swept.end()) continue;
@@ -106,213 +123,258 @@ ExitCode run_side(const O& base, const SweepSide& side, const std::vector<Axis<O
         continue;
       }
       swept.push_back(i);
-      values.push_back(std::move(v));
-      flags.push_back(flag);
+      sw.flags.push_back(flag);
+      sw.whats.push_back(axes[i].what);
+      sw.values.push_back(std::move(v));
     }
   if (swept.empty() || swept.size() > 2)
     throw InputError(std::string("sweep ") + command + ": give one or two of the workload flags a list or range (" +
                      std::to_string(swept.size()) + " given)");
-  if (values.size() == 2 && values[0].size() * values[1].size() > max_sweep_points)
-    throw InputError("sweep: " + std::to_string(values[0].size() * values[1].size()) + " points, at most " +
+  if (sw.two() && sw.values[0].size() * sw.values[1].size() > max_sweep_points)
+    throw InputError("sweep: " + std::to_string(sw.values[0].size() * sw.values[1].size()) + " points, at most " +
                      std::to_string(max_sweep_points));
-  const std::vector<std::int64_t> outer = values.size() == 2 ? values[1] : std::vector<std::int64_t>{0};
+  return {sw, swept};
+}
 
-  // One estimate at a point, without a device (the components) or on one (its verdict and usable memory).
-  auto at = [&](std::int64_t x, std::int64_t second, const std::string& gpu) -> nlohmann::json {
-    O o = fixed;
-    axes[swept[0]].set(o, x);
-    if (values.size() == 2) axes[swept[1]].set(o, second);
-    o.fit.gpu = gpu;
-    o.fit.table = false;
-    try {
-      return report_of(o);
-    } catch (const InputError& e) {
-      std::string where = flags[0] + " " + std::to_string(x);
-      if (values.size() == 2) where += ", " + flags[1] + " " + std::to_string(second);
-      throw InputError("at " + where + ": " + e.what());
-    }
-  };
-  auto fits = [&](std::int64_t x, std::int64_t second, const std::string& gpu) {
-    const nlohmann::json r = at(x, second, gpu);
-    return r["fit"]["fits"].get<bool>();
-  };
-
+// Every point without a device (its parts) and on each --gpu (its verdict; `usable` gets each device's memory).
+std::vector<Point> evaluate(const Swept& sw, const std::vector<std::string>& gpus, const Estimate& at,
+                            nlohmann::json& first, std::vector<double>& usable) {
   std::vector<Point> points;
-  nlohmann::json first;
-  std::vector<double> usable(side.gpus.size(), 0);
-  for (std::int64_t second : outer)
-    for (std::int64_t x : values[0]) {
-      Point p;
-      p.values = {x};
-      if (values.size() == 2) p.values.push_back(second);
+  usable.assign(gpus.size(), 0);
+  for (std::int64_t second : sw.outer())
+    for (std::int64_t x : sw.values[0]) {
+      Point p{{x}, {}, {}};
+      if (sw.two()) p.values.push_back(second);
       nlohmann::json r = at(x, second, "");
       p.memory = r["memory"];
       if (first.is_null()) first = std::move(r);
-      for (std::size_t g = 0; g < side.gpus.size(); ++g) {
-        const nlohmann::json r_gpu = at(x, second, side.gpus[g]);
-        const nlohmann::json& fit = r_gpu["fit"];
-        p.fits.push_back(fit["fits"].get<bool>());
-        usable[g] = fit["capacity_bytes"].get<double>();
+      for (std::size_t g = 0; g < gpus.size(); ++g) {
+        const nlohmann::json on = at(x, second, gpus[g]);
+        p.fits.push_back(on["fit"]["fits"].get<bool>());
+        usable[g] = on["fit"]["capacity_bytes"].get<double>();
       }
       points.push_back(std::move(p));
     }
+  return points;
+}
 
-  // Per device and value of the second flag: the largest x that fits, exact between two swept points (memory grows
-  // with every swept flag but the parallel degrees, so the boundary is found by bisection in the gap).
-  const std::size_t nx = values[0].size();
-  nlohmann::json devices = nlohmann::json::array();
-  std::vector<std::vector<std::size_t>> last_fits(side.gpus.size());
-  bool any_fit = false;
-  for (std::size_t g = 0; g < side.gpus.size(); ++g) {
+// The largest x that fits, exact between two swept points: memory grows with every swept flag but the parallel
+// degrees, so the boundary is bisected in the gap after the last swept value that fits.
+Boundaries largest_fits(const Swept& sw, const std::vector<Point>& points, const std::vector<std::string>& gpus,
+                        const std::vector<double>& usable, const Estimate& at) {
+  Boundaries b;
+  b.last_fits.resize(gpus.size());
+  const std::vector<std::int64_t> outer = sw.outer();
+  const std::size_t nx = sw.nx();
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
     nlohmann::json largest = nlohmann::json::array();
     for (std::size_t k = 0; k < outer.size(); ++k) {
       std::optional<std::size_t> last;
       for (std::size_t i = 0; i < nx; ++i)
         if (points[k * nx + i].fits[g]) last = i;
-      nlohmann::json entry;
-      if (values.size() == 2) entry[flags[1]] = outer[k];
-      if (!last) {
-        entry["value"] = nullptr;
-        entry["basis"] = "no swept value fits";
-      } else {
-        any_fit = true;
-        last_fits[g].push_back(k * nx + *last);
-        std::int64_t lo = values[0][*last];
+      nlohmann::json entry = {{"value", nullptr}, {"basis", "no swept value fits"}};
+      if (sw.two()) entry[sw.flags[1]] = outer[k];
+      if (last) {
+        b.any_fit = true;
+        b.last_fits[g].push_back(k * nx + *last);
+        std::int64_t lo = sw.values[0][*last];
+        entry["basis"] = "the largest swept value fits; larger ones were not tried";
         if (*last + 1 < nx) {
-          std::int64_t hi = values[0][*last + 1];  // does not fit
+          std::int64_t hi = sw.values[0][*last + 1];  // does not fit
           while (hi - lo > 1) {
             const std::int64_t mid = lo + (hi - lo) / 2;
-            (fits(mid, outer[k], side.gpus[g]) ? lo : hi) = mid;
+            (at(mid, outer[k], gpus[g])["fit"]["fits"].get<bool>() ? lo : hi) = mid;
           }
           entry["basis"] = "largest value that fits (bisected between the swept values)";
-        } else {
-          entry["basis"] = "the largest swept value fits; larger ones were not tried";
         }
         entry["value"] = lo;
       }
       largest.push_back(entry);
     }
-    devices.push_back({{"gpu", side.gpus[g]}, {"usable_bytes", usable[g]}, {"largest", largest}});
+    b.devices.push_back({{"gpu", gpus[g]}, {"usable_bytes", usable[g]}, {"largest", largest}});
   }
+  return b;
+}
 
-  // The chart: components stacked over one flag, or each value of the second flag's total as a line.
-  Chart chart;
-  const nlohmann::json& model = first["model"];
-  chart.title = fmt::format("{} {} memory per GPU over {}", model["name"].get<std::string>(), command, flags[0]);
-  chart.x_name = flags[0];
-  chart.x_label = flags[0] + " (" + axes[swept[0]].what + ")";
-  for (std::int64_t x : values[0]) chart.x.push_back(grouped(x));
-  // The parts that are not zero at every point (inference has no gradients; training no KV cache).
+// The parts that are not zero at every point (inference has no gradients; training no KV cache).
+std::vector<std::size_t> shown_parts(const std::vector<Point>& points) {
   std::vector<std::size_t> shown;
   for (std::size_t k = 0; k < parts.size(); ++k)
     if (std::any_of(points.begin(), points.end(), [&](const Point& p) { return part(p.memory, parts[k].first) > 0; }))
       shown.push_back(k);
-  if (values.size() == 1) {
+  return shown;
+}
+
+// The chart: the parts stacked over one flag, or each value of the second flag's total as a line; each --gpu's
+// usable memory with its last fits and, in words, its largest values.
+Chart sweep_chart(const std::string& title, const Swept& sw, const std::vector<Point>& points,
+                  const std::vector<std::size_t>& shown, const Boundaries& b) {
+  Chart chart;
+  chart.title = title;
+  chart.x_name = sw.flags[0];
+  chart.x_label = sw.flags[0] + " (" + sw.whats[0] + ")";
+  for (std::int64_t x : sw.values[0]) chart.x.push_back(grouped(x));
+  if (!sw.two()) {
     for (std::size_t k : shown) {
       ChartSeries s{parts[k].second, {}, k};
       for (const auto& p : points) s.bytes.push_back(part(p.memory, parts[k].first));
       chart.stack.push_back(s);
     }
   } else {
+    const std::vector<std::int64_t> outer = sw.outer();
     for (std::size_t k = 0; k < outer.size(); ++k) {
-      ChartSeries s{flags[1] + " " + grouped(outer[k]), {}, k};
-      for (std::size_t i = 0; i < nx; ++i) s.bytes.push_back(points[k * nx + i].memory["total_bytes"].get<double>());
+      ChartSeries s{sw.flags[1] + " " + grouped(outer[k]), {}, k};
+      for (std::size_t i = 0; i < sw.nx(); ++i) s.bytes.push_back(points[k * sw.nx() + i].memory["total_bytes"].get<double>());
       chart.lines.push_back(s);
     }
   }
-  for (std::size_t g = 0; g < side.gpus.size(); ++g) {
+  for (std::size_t g = 0; g < b.devices.size(); ++g) {
+    const auto& d = b.devices[g];
     std::vector<std::string> notes;
-    for (const auto& l : devices[g]["largest"]) {
-      std::string note = l["value"].is_null() ? "no " + flags[0] + " fits"
-                                              : "largest " + flags[0] + " " + grouped(l["value"].get<std::int64_t>());
-      if (values.size() == 2) note += " at " + flags[1] + " " + grouped(l[flags[1]].get<std::int64_t>());
+    for (const auto& l : d["largest"]) {
+      std::string note = l["value"].is_null() ? "no " + sw.flags[0] + " fits"
+                                              : "largest " + sw.flags[0] + " " + grouped(l["value"].get<std::int64_t>());
+      if (sw.two()) note += " at " + sw.flags[1] + " " + grouped(l[sw.flags[1]].get<std::int64_t>());
       notes.push_back(note);
     }
-    chart.limits.push_back({side.gpus[g], usable[g], last_fits[g], notes});
+    chart.limits.push_back({d["gpu"].get<std::string>(), d["usable_bytes"].get<double>(), b.last_fits[g], notes});
   }
+  return chart;
+}
+
+// Every point with its parts and verdicts, raw bytes.
+nlohmann::json sweep_report(const char* command, const nlohmann::json& first, const Swept& sw,
+                            const std::vector<Point>& points, const std::vector<std::string>& gpus, const Boundaries& b) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& p : points) {
+    nlohmann::json row;
+    for (std::size_t a = 0; a < sw.flags.size(); ++a) row[sw.flags[a]] = p.values[a];
+    const auto& m = p.memory;
+    row["memory"] = {{"components", m["components"]},
+                     {"allocator_slack_bytes", m["allocator_slack_bytes"]},
+                     {"context_bytes", m["context_bytes"]},
+                     {"peak_allocated_bytes", m["peak_allocated_bytes"]},
+                     {"total_bytes", m["total_bytes"]}};
+    row["fits"] = nlohmann::json::object();
+    for (std::size_t g = 0; g < gpus.size(); ++g) row["fits"][gpus[g]] = bool(p.fits[g]);
+    rows.push_back(row);
+  }
+  nlohmann::json swept = nlohmann::json::array();
+  for (std::size_t a = 0; a < sw.flags.size(); ++a)
+    swept.push_back({{"flag", sw.flags[a]}, {"what", sw.whats[a]}, {"values", sw.values[a]}});
+  return {{"schema", "gpuplan/1"},   {"command", std::string("sweep ") + command},
+          {"model", first["model"]}, {"swept", swept},
+          {"points", rows},          {"devices", b.devices},
+          {"assumptions", first["assumptions"]}};
+}
+
+// The answer per device (and value of the second flag), in words.
+std::vector<std::string> answer_lines(const Swept& sw, const Boundaries& b) {
+  std::vector<std::string> answers;
+  for (const auto& d : b.devices)
+    for (const auto& l : d["largest"]) {
+      const std::string gpu = d["gpu"].get<std::string>();
+      const std::string at = sw.two() ? " at " + sw.flags[1] + " " + grouped(l[sw.flags[1]].get<std::int64_t>()) : "";
+      const std::string usable = gib(d["usable_bytes"].get<double>()) + " usable";
+      if (l["value"].is_null()) {
+        answers.push_back(fmt::format("{}: no swept {} fits{}; {}", gpu, sw.flags[0], at, usable));
+        continue;
+      }
+      const bool edge = l["basis"].get<std::string>().rfind("the largest swept", 0) == 0;
+      answers.push_back(fmt::format("{}: largest {} that fits{}: {}{}; {}", gpu, sw.flags[0], at,
+                                    grouped(l["value"].get<std::int64_t>()),
+                                    edge ? " (the largest swept; larger not tried)" : "", usable));
+    }
+  return answers;
+}
+
+// The points as rows of cells: the flags, the shown parts, the total, a verdict per --gpu.
+std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> point_rows(
+    const Swept& sw, const std::vector<Point>& points, const std::vector<std::size_t>& shown,
+    const std::vector<std::string>& gpus, bool human) {
+  std::vector<std::string> header = sw.flags;
+  for (std::size_t k : shown) header.push_back(parts[k].second);
+  header.push_back("total");
+  for (const auto& g : gpus) header.push_back("fits " + g);
+  auto cell = [&](double bytes) { return human ? gib(bytes) : fmt::format("{:.0f}", bytes); };
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : points) {
+    std::vector<std::string> c;
+    for (std::int64_t v : p.values) c.push_back(human ? grouped(v) : std::to_string(v));
+    for (std::size_t k : shown) c.push_back(cell(part(p.memory, parts[k].first)));
+    c.push_back(cell(p.memory["total_bytes"].get<double>()));
+    for (bool f : p.fits) c.push_back(f ? "yes" : "no");
+    rows.push_back(c);
+  }
+  return {header, rows};
+}
+
+// Everything after the swept flags are known: the estimates, the boundaries, the plot file and the output.
+ExitCode run_points(const char* command, const Swept& sw, const SweepSide& side, Format format, const Estimate& at,
+                    std::ostream& out, std::ostream& err) {
+  nlohmann::json first;
+  std::vector<double> usable;
+  const std::vector<Point> points = evaluate(sw, side.gpus, at, first, usable);
+  const Boundaries b = largest_fits(sw, points, side.gpus, usable, at);
+  const std::vector<std::size_t> shown = shown_parts(points);
+  const Chart chart = sweep_chart(fmt::format("{} {} memory per GPU over {}", first["model"]["name"].get<std::string>(),
+                                              command, sw.flags[0]),
+                                  sw, points, shown, b);
   if (!side.plot.empty()) {
     std::ofstream f(side.plot, std::ios::binary);
     f << render_chart_svg(chart);
     if (!f) throw InputError("--plot " + side.plot + ": cannot write the file");
   }
-
-  // Every point with its components and verdicts; the JSON keeps raw bytes.
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& p : points) {
-    nlohmann::json row;
-    for (std::size_t a = 0; a < flags.size(); ++a) row[flags[a]] = p.values[a];
-    row["memory"] = {{"components", p.memory["components"]},
-                     {"allocator_slack_bytes", p.memory["allocator_slack_bytes"]},
-                     {"context_bytes", p.memory["context_bytes"]},
-                     {"peak_allocated_bytes", p.memory["peak_allocated_bytes"]},
-                     {"total_bytes", p.memory["total_bytes"]}};
-    nlohmann::json f = nlohmann::json::object();
-    for (std::size_t g = 0; g < side.gpus.size(); ++g) f[side.gpus[g]] = bool(p.fits[g]);
-    row["fits"] = f;
-    rows.push_back(row);
-  }
-  nlohmann::json swept_json = nlohmann::json::array();
-  for (std::size_t a = 0; a < flags.size(); ++a) swept_json.push_back({{"flag", flags[a]}, {"what", axes[swept[a]].what}, {"values", values[a]}});
-  nlohmann::json report = {{"schema", "gpuplan/1"},
-                           {"command", std::string("sweep ") + command},
-                           {"model", model},
-                           {"swept", swept_json},
-                           {"points", rows},
-                           {"devices", devices},
-                           {"assumptions", first["assumptions"]}};
-
-  // The answer per device (and value of the second flag), in words.
-  std::vector<std::string> answers;
-  for (const auto& d : devices)
-    for (const auto& l : d["largest"]) {
-      const std::string which = values.size() == 2 ? " at " + flags[1] + " " + grouped(l[flags[1]].get<std::int64_t>()) : "";
-      const std::string usable_text = gib(d["usable_bytes"].get<double>()) + " usable";
-      if (l["value"].is_null())
-        answers.push_back(fmt::format("{}: no swept {} fits{}; {}", d["gpu"].get<std::string>(), flags[0], which, usable_text));
-      else
-        answers.push_back(fmt::format(
-            "{}: largest {} that fits{}: {}{}; {}", d["gpu"].get<std::string>(), flags[0], which,
-            grouped(l["value"].get<std::int64_t>()),
-            l["basis"].get<std::string>().rfind("the largest swept", 0) == 0 ? " (the largest swept; larger not tried)" : "",
-            usable_text));
-    }
   if (format == Format::json) {
-    render_json(report, out);
+    render_json(sweep_report(command, first, sw, points, side.gpus, b), out);
   } else {
-    std::vector<std::string> header = flags;
-    for (std::size_t k : shown) header.push_back(parts[k].second);
-    header.push_back("total");
-    for (const auto& g : side.gpus) header.push_back("fits " + g);
-    std::vector<std::vector<std::string>> cells;
-    for (const auto& p : points) {
-      std::vector<std::string> c;
-      for (std::int64_t v : p.values) c.push_back(format == Format::table ? grouped(v) : std::to_string(v));
-      auto cell = [&](double bytes) { return format == Format::table ? gib(bytes) : fmt::format("{:.0f}", bytes); };
-      for (std::size_t k : shown) c.push_back(cell(part(p.memory, parts[k].first)));
-      c.push_back(cell(p.memory["total_bytes"].get<double>()));
-      for (bool f : p.fits) c.push_back(f ? "yes" : "no");
-      cells.push_back(c);
-    }
+    const auto [header, rows] = point_rows(sw, points, shown, side.gpus, format == Format::table);
+    const std::vector<std::string> answers = answer_lines(sw, b);
     if (format == Format::table) {
       if (side.chart || terminal()) {
         render_chart_text(chart, colour(), out);
         out << "\n";
       }
-      render_columns(header, cells, out);
+      render_columns(header, rows, out);
       for (const auto& line : answers) fmt::print(out, "{}\n", line);
       if (!side.plot.empty()) fmt::print(out, "chart written to {}\n", side.plot);
     } else {
-      render_rows(header, cells, format == Format::md, out);
-      if (format == Format::md)
+      render_rows(header, rows, format == Format::md, out);
+      if (format == Format::md && !answers.empty()) {
         for (const auto& line : answers) fmt::print(out, "\n- {}", line);
-      if (format == Format::md && !answers.empty()) out << "\n";
+        out << "\n";
+      }
     }
   }
-  if (!side.gpus.empty() && !any_fit) {
+  if (!side.gpus.empty() && !b.any_fit) {
     err << "gpuplan: no swept value fits on any --gpu\n";
     return ExitCode::limit;
   }
   return ExitCode::ok;
+}
+
+template <class O>
+ExitCode run_side(const O& base, const SweepSide& side, const std::vector<Axis<O>>& axes, const char* command,
+                  nlohmann::json (*report_of)(const O&), std::ostream& out, std::ostream& err) {
+  const Format format = parse_format(base.format);
+  O fixed = base;
+  const auto [sw, swept] = read_swept(fixed, side, axes, command);
+  // The full train/infer report at a point; an error names the point.
+  const Estimate at = [&, &sw = sw, &swept = swept](std::int64_t x, std::int64_t second, const std::string& gpu) {
+    O o = fixed;
+    axes[swept[0]].set(o, x);
+    if (sw.two()) axes[swept[1]].set(o, second);
+    o.fit.gpu = gpu;
+    o.fit.table = false;
+    try {
+      return report_of(o);
+    } catch (const InputError& e) {
+      std::string where = sw.flags[0] + " " + std::to_string(x);
+      if (sw.two()) where += ", " + sw.flags[1] + " " + std::to_string(second);
+      throw InputError("at " + where + ": " + e.what());
+    }
+  };
+  return run_points(command, sw, side, format, at, out, err);
 }
 
 }  // namespace

@@ -54,6 +54,15 @@ void add_limit_options(CLI::App& cmd, LimitOptions& o, bool run_limits) {
   }
 }
 
+ExitCode emit_report(nlohmann::json& report, const LimitOptions& limits, Format format,
+                     void (*table)(const nlohmann::json&, std::ostream&), std::ostream& out, std::ostream& err) {
+  const ExitCode status = check_limits(limits, report, err);
+  if (format == Format::json) render_json(report, out);
+  else if (format == Format::table) table(report, out);
+  else render_report_rows(report, format == Format::md, out);
+  return status;
+}
+
 ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostream& err) {
   nlohmann::json limits = nlohmann::json::array();
   bool ok = true;

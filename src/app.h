@@ -31,6 +31,9 @@ struct LimitOptions {
 void add_limit_options(CLI::App& cmd, LimitOptions& o, bool run_limits);
 // Adds report["limits"] and says each broken limit on err; returns limit or ok.
 ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostream& err);
+// train/infer's end: the limits checked, then the report as JSON, CSV/Markdown rows or `table`'s rendering.
+ExitCode emit_report(nlohmann::json& report, const LimitOptions& limits, Format format,
+                     void (*table)(const nlohmann::json&, std::ostream&), std::ostream& out, std::ostream& err);
 
 // --gpu / --catalog on train and infer: a fit verdict against a device, or a fit table over the catalog.
 struct FitOptions {

@@ -68,11 +68,7 @@ std::int64_t largest(std::int64_t hi, F fits) {
 ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   nlohmann::json report = infer_report(o);
-  const ExitCode status = check_limits(o.limits, report, err);
-  if (format == Format::json) render_json(report, out);
-  else if (format == Format::table) render_infer_table(report, out);
-  else render_report_rows(report, format == Format::md, out);
-  return status;
+  return emit_report(report, o.limits, format, &render_infer_table, out, err);
 }
 
 nlohmann::json infer_report(const InferOptions& o) {

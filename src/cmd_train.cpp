@@ -191,11 +191,7 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
 ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   nlohmann::json report = train_report(o);
-  const ExitCode status = check_limits(o.limits, report, err);
-  if (format == Format::json) render_json(report, out);
-  else if (format == Format::table) render_train_table(report, out);
-  else render_report_rows(report, format == Format::md, out);
-  return status;
+  return emit_report(report, o.limits, format, &render_train_table, out, err);
 }
 
 nlohmann::json train_report(const TrainOptions& o) {

@@ -1,4 +1,4 @@
-// The CLI in-process: cli::run() on argument vectors, its exit status, stdout and stderr.
+// The CLI in-process: cli::run() on argument vectors (cli_run.h), its exit status, stdout and stderr.
 #include "../test_support.h"
 #include <cmath>
 #include <map>
@@ -8,24 +8,14 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "app.h"
+#include "cli_run.h"
 
 using gpuplan::cli::ExitCode;
 
-namespace {
-struct Result {
-  ExitCode code;
-  std::string out, err;
-};
-Result run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const ExitCode code = gpuplan::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
-}  // namespace
+using gpuplan::test::run_cli;
 
 TEST_CASE("cli: train --format json has the documented fields", "[cli]") {
-  const auto r = run({"train", "--params", "7B", "--precision", "bf16", "--format", "json"});
+  const auto r = run_cli({"train", "--params", "7B", "--precision", "bf16", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["schema"] == "gpuplan/1");
@@ -42,7 +32,7 @@ TEST_CASE("cli: train --format json has the documented fields", "[cli]") {
 }
 
 TEST_CASE("cli: --params 70B is Llama 3.1 70B, so --tp 8 divides its heads", "[cli]") {
-  const auto r = run({"train", "--params", "70B", "--gpus", "8", "--tp", "8", "--format", "json"});
+  const auto r = run_cli({"train", "--params", "70B", "--gpus", "8", "--tp", "8", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["model"]["num_heads"] == 64);
@@ -51,7 +41,7 @@ TEST_CASE("cli: --params 70B is Llama 3.1 70B, so --tp 8 divides its heads", "[c
 }
 
 TEST_CASE("cli: train table names the peak and the assumptions' profile", "[cli]") {
-  const auto r = run({"train", "--model", "llama-3.1-8b", "--batch", "2", "--seq", "4096", "--grad-checkpointing"});
+  const auto r = run_cli({"train", "--model", "llama-3.1-8b", "--batch", "2", "--seq", "4096", "--grad-checkpointing"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(r.out, Catch::Contains("Per-GPU memory at the peak"));
   CHECK_THAT(r.out, Catch::Contains("8,030,261,248"));
@@ -60,15 +50,15 @@ TEST_CASE("cli: train table names the peak and the assumptions' profile", "[cli]
 
 TEST_CASE("cli: the calibration contract runs", "[cli]") {
   const std::string cfg = gpuplan::test::data + "/calibration/configs/train-llama32_1b-bf16-adamw-b4-s2048-lora16all.json";
-  auto r = run({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer",
+  auto r = run_cli({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer",
                 "adamw", "--lora-rank", "16", "--lora-targets", "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
                 "--attention", "sdpa", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["trainable_params"] == 11'272'192);
-  r = run({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer", "adamw",
+  r = run_cli({"train", "--config", cfg, "--batch", "4", "--seq", "2048", "--precision", "pure-bf16", "--optimizer", "adamw",
            "--gpus", "2", "--zero", "3", "--grad-checkpointing", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
-  r = run({"infer", "--config", gpuplan::test::data + "/calibration/configs/infer-llama31_8b-bf16-b1-s1024-n64.json", "--batch", "1",
+  r = run_cli({"infer", "--config", gpuplan::test::data + "/calibration/configs/infer-llama31_8b-bf16-b1-s1024-n64.json", "--batch", "1",
            "--prompt-len", "1024", "--new-tokens", "64", "--precision", "bf16", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["memory"]["kv_cache_bytes_per_token"] == 131'072);
@@ -123,7 +113,7 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
     std::string joined;
     for (const auto& a : c.args) joined += a + " ";
     INFO(joined);
-    const auto r = run(c.args);
+    const auto r = run_cli(c.args);
     CHECK(r.code == c.code);
     CHECK_THAT(r.err, Catch::Contains(c.err));
     CHECK(r.out.empty());
@@ -131,7 +121,7 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
 }
 
 TEST_CASE("cli: hardware list --format json has the documented fields", "[cli][catalog]") {
-  const auto r = run({"hardware", "list", "--format", "json", "--min-memory", "80GB"});
+  const auto r = run_cli({"hardware", "list", "--format", "json", "--min-memory", "80GB"});
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j.is_array());
@@ -143,25 +133,25 @@ TEST_CASE("cli: hardware list --format json has the documented fields", "[cli][c
     for (const char* f : {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"}) CHECK(d["peak_flops"].contains(f));
     CHECK((d["memory_bytes"].get<double>() >= 80e9 || d["usable_memory_bytes"].get<double>() >= 80e9));
   }
-  const auto csv = run({"hardware", "list", "--vendor", "amd", "--format", "csv"});
+  const auto csv = run_cli({"hardware", "list", "--vendor", "amd", "--format", "csv"});
   CHECK_THAT(csv.out, Catch::StartsWith("id,name,vendor") && Catch::Contains("mi300x"));
 }
 
 TEST_CASE("cli: prices and fit verdicts", "[cli][catalog]") {
-  auto r = run({"prices", "--gpu", "h100", "--format", "json"});
+  auto r = run_cli({"prices", "--gpu", "h100", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   const auto p = nlohmann::json::parse(r.out);
   CHECK(p["schema"] == "gpuplan/1");
   CHECK(p["offerings"].size() >= 5);
   for (const auto& f : p["offerings"]) CHECK(f["accelerator"] == "h100-sxm");
-  r = run({"train", "--model", "llama-3.1-8b", "--precision", "pure-bf16", "--grad-checkpointing", "--gpu", "h100",
+  r = run_cli({"train", "--model", "llama-3.1-8b", "--precision", "pure-bf16", "--grad-checkpointing", "--gpu", "h100",
            "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["fit"]["gpu"] == "h100-sxm");
   CHECK(j["fit"]["required_bytes"] == j["memory"]["total_bytes"]);
   CHECK(j["fit"]["fits"].get<bool>() == (j["memory"]["total_bytes"].get<double>() <= j["fit"]["capacity_bytes"].get<double>()));
-  r = run({"train", "--model", "llama-3.1-70b", "--format", "json"});
+  r = run_cli({"train", "--model", "llama-3.1-70b", "--format", "json"});
   j = nlohmann::json::parse(r.out);
   bool h100_needs_more = false;
   for (const auto& d : j["fit_table"]["devices"])
@@ -174,12 +164,12 @@ TEST_CASE("cli: prices and fit verdicts", "[cli][catalog]") {
       CHECK(d["run_usd"].get<double>() > 0);
       CHECK(d["run_days"].get<double>() > 0);
     }
-  r = run({"infer", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--format", "json"});
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--format", "json"});
   CHECK(nlohmann::json::parse(r.out)["fit"]["fits"] == true);  // 16 GB of bf16 weights + 1K context on 24 GB
 }
 
 TEST_CASE("cli: train with --gpu reports compute, time, cost and energy", "[cli][compute]") {
-  auto r = run({"train", "--model", "llama-2-7b", "--tokens", "2T", "--gpu", "a100-80gb", "--gpus", "8", "--nodes", "4",
+  auto r = run_cli({"train", "--model", "llama-2-7b", "--tokens", "2T", "--gpu", "a100-80gb", "--gpus", "8", "--nodes", "4",
                 "--zero", "3", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
@@ -190,38 +180,38 @@ TEST_CASE("cli: train with --gpu reports compute, time, cost and energy", "[cli]
   CHECK(j["cost"]["usd"].get<double>() == Approx(j["time"]["gpu_hours"].get<double>() * j["cost"]["usd_per_gpu_hour"].get<double>()));
   CHECK(j["energy"]["kwh"].get<double>() == Approx(j["time"]["gpu_hours"].get<double>() * 400 * 1.2 / 1000));
   // Without --tokens the default is stated; without --gpu there is no time.
-  r = run({"train", "--model", "llama-3.2-1b", "--format", "json"});
+  r = run_cli({"train", "--model", "llama-3.2-1b", "--format", "json"});
   j = nlohmann::json::parse(r.out);
   CHECK(j["compute"]["tokens"] == 20LL * 1'235'814'400);
   CHECK_THAT(j["compute"]["tokens_basis"].get<std::string>(), Catch::Contains("default"));
   CHECK(j["time"].is_null());
-  r = run({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--price-per-gpu-hour", "2", "--mfu", "0.5", "--format", "json"});
+  r = run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--price-per-gpu-hour", "2", "--mfu", "0.5", "--format", "json"});
   j = nlohmann::json::parse(r.out);
   CHECK(j["time"]["mfu"] == 0.5);
   CHECK(j["cost"]["usd_per_gpu_hour"] == 2.0);
-  CHECK(run({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--mfu", "2"}).code == ExitCode::usage);
-  CHECK(run({"train", "--model", "llama-3.2-1b", "--tokens", "1T", "--epochs", "2"}).code == ExitCode::usage);
+  CHECK(run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--mfu", "2"}).code == ExitCode::usage);
+  CHECK(run_cli({"train", "--model", "llama-3.2-1b", "--tokens", "1T", "--epochs", "2"}).code == ExitCode::usage);
 }
 
 TEST_CASE("cli: scale", "[cli][compute]") {
-  auto r = run({"scale", "--compute", "5.76e23", "--format", "json"});
+  auto r = run_cli({"scale", "--compute", "5.76e23", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"params", "tokens", "loss"}) CHECK(j["optimal"][k].is_number());
   for (const char* a : {"chinchilla-1", "chinchilla-2", "chinchilla-3", "epoch-2024"}) CHECK(j["approaches"].contains(a));
   CHECK(j["approaches"]["chinchilla-1"]["params"] == 67'000'000'000);
-  r = run({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "aws", "--format", "json"});
+  r = run_cli({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "aws", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   j = nlohmann::json::parse(r.out);
   // $1M at $6.88/GPU-h = 145,349 H100-hours × 989.4 TFLOP/s × 40 % MFU.
   CHECK(j["budget"]["flops"].get<double>() == Approx(1e6 / 6.88 * 3600 * 989.4e12 * 0.40).epsilon(1e-6));
-  CHECK(run({"scale"}).code == ExitCode::usage);
-  CHECK(run({"scale", "--budget", "1M"}).code == ExitCode::usage);
-  CHECK(run({"scale", "--compute", "-5"}).code == ExitCode::usage);
+  CHECK(run_cli({"scale"}).code == ExitCode::usage);
+  CHECK(run_cli({"scale", "--budget", "1M"}).code == ExitCode::usage);
+  CHECK(run_cli({"scale", "--compute", "-5"}).code == ExitCode::usage);
 }
 
 TEST_CASE("cli: infer with --gpu reports throughput and $ per token", "[cli][inference]") {
-  auto r = run({"infer", "--model", "llama-3.1-8b", "--batch", "8", "--gpu", "h100", "--profile", "vllm", "--format", "json"});
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--batch", "8", "--gpu", "h100", "--profile", "vllm", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["memory"]["components"]["kv_cache"].get<double>() > 0);
@@ -234,27 +224,27 @@ TEST_CASE("cli: infer with --gpu reports throughput and $ per token", "[cli][inf
 
 TEST_CASE("cli: infer solve modes", "[cli][inference]") {
   // The solved batch fits, one more does not.
-  auto r = run({"infer", "--model", "llama-3.1-8b", "--prompt-len", "4096", "--new-tokens", "512", "--gpu", "h100",
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--prompt-len", "4096", "--new-tokens", "512", "--gpu", "h100",
                 "--max-batch", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   const auto best = j["solve"]["max_batch"].get<std::int64_t>();
   CHECK(best > 1);
   CHECK(j["fit"]["fits"] == true);
-  r = run({"infer", "--model", "llama-3.1-8b", "--prompt-len", "4096", "--new-tokens", "512", "--gpu", "h100",
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--prompt-len", "4096", "--new-tokens", "512", "--gpu", "h100",
            "--batch", std::to_string(best + 1), "--format", "json"});
   CHECK(nlohmann::json::parse(r.out)["fit"]["fits"] == false);
   // Max context with a quantised model on a 24 GB card, llama.cpp.
-  r = run({"infer", "--model", "llama-2-13b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--gpu", "rtx-4090",
+  r = run_cli({"infer", "--model", "llama-2-13b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--gpu", "rtx-4090",
            "--max-context", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   j = nlohmann::json::parse(r.out);
   const auto ctx = j["solve"]["max_context"].get<std::int64_t>();
   CHECK(ctx > 1000);
   CHECK(ctx <= 4096);  // Llama 2's max_position_embeddings
-  CHECK(run({"infer", "--model", "llama-3.1-8b", "--max-batch"}).code == ExitCode::usage);  // needs --gpu
-  CHECK(run({"infer", "--model", "llama-3.1-8b", "--weights", "q9"}).code == ExitCode::usage);
-  CHECK(run({"infer", "--model", "llama-3.1-8b", "--tp", "0"}).code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--max-batch"}).code == ExitCode::usage);  // needs --gpu
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q9"}).code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "0"}).code == ExitCode::usage);
 }
 
 TEST_CASE("cli: extreme accepted inputs give finite, positive numbers", "[cli][property]") {
@@ -276,7 +266,7 @@ TEST_CASE("cli: extreme accepted inputs give finite, positive numbers", "[cli][p
   for (auto args : cases) {
     args.push_back("--format");
     args.push_back("json");
-    const auto r = run(args);
+    const auto r = run_cli(args);
     INFO(args[1] << " " << args[2]);
     REQUIRE(r.code == ExitCode::ok);
     const auto j = nlohmann::json::parse(r.out);
@@ -286,7 +276,7 @@ TEST_CASE("cli: extreme accepted inputs give finite, positive numbers", "[cli][p
 }
 
 TEST_CASE("cli: check evaluates scenarios and their limits", "[cli][check]") {
-  const auto r = run({"check", gpuplan::test::data + "/check/spec.json", "--format", "json"});
+  const auto r = run_cli({"check", gpuplan::test::data + "/check/spec.json", "--format", "json"});
   CHECK(r.code == ExitCode::limit);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j["scenarios"].size() == 3);
@@ -295,7 +285,7 @@ TEST_CASE("cli: check evaluates scenarios and their limits", "[cli][check]") {
   CHECK(j["scenarios"][1]["fits"] == false);
   // 1B on 100B tokens: 6·N·D ≈ 7.6e20 FLOPs → ~67 H100-hours at 40 % MFU → ~$170, well inside both limits.
   CHECK(j["scenarios"][2]["status"] == "pass");
-  const auto q = run({"train", "--model", "llama-3.1-70b", "--gpu", "h100", "--require-fit", "--quiet"});
+  const auto q = run_cli({"train", "--model", "llama-3.1-70b", "--gpu", "h100", "--require-fit", "--quiet"});
   CHECK(q.code == ExitCode::limit);
   CHECK(q.out.empty());
   CHECK_THAT(q.err, Catch::Contains("require_fit"));
@@ -313,7 +303,7 @@ TEST_CASE("cli: every command speaks table, json, csv and md", "[cli][format]") 
       auto args = c;
       args.push_back("--format");
       args.push_back(f);
-      const auto r = run(args);
+      const auto r = run_cli(args);
       CHECK(r.code == ExitCode::ok);
       CHECK(!r.out.empty());
       if (std::string(f) == "json") CHECK_NOTHROW(nlohmann::json::parse(r.out));
@@ -324,23 +314,23 @@ TEST_CASE("cli: every command speaks table, json, csv and md", "[cli][format]") 
 }
 
 TEST_CASE("cli: models lists the presets", "[cli]") {
-  const auto r = run({"models", "--format", "json"});
+  const auto r = run_cli({"models", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["models"].size() >= 28);
   // --search: every word, case-insensitive, over id, aliases, name and model_type
-  const auto q = nlohmann::json::parse(run({"models", "--search", "Qwen3 A3B", "--format", "json"}).out)["models"];
+  const auto q = nlohmann::json::parse(run_cli({"models", "--search", "Qwen3 A3B", "--format", "json"}).out)["models"];
   REQUIRE(q.size() == 2);
   CHECK(q[0]["id"] == "qwen3-30b-a3b");
   CHECK(q[1]["id"] == "qwen3-next-80b-a3b");
-  CHECK(nlohmann::json::parse(run({"models", "--search", "llama4_text", "--format", "json"}).out)["models"].size() == 2);
-  const auto none = run({"models", "--search", "no-such-model"});
+  CHECK(nlohmann::json::parse(run_cli({"models", "--search", "llama4_text", "--format", "json"}).out)["models"].size() == 2);
+  const auto none = run_cli({"models", "--search", "no-such-model"});
   CHECK(none.code == ExitCode::ok);
   CHECK_THAT(none.out, Catch::Contains("no preset matches"));
 }
 
 TEST_CASE("cli: train with tensor, pipeline and expert parallelism", "[cli][parallel]") {
-  auto r = run({"train", "--model", "llama-3.1-70b", "--gpus", "8", "--nodes", "4", "--tp", "8", "--sp", "--pp", "2",
+  auto r = run_cli({"train", "--model", "llama-3.1-70b", "--gpus", "8", "--nodes", "4", "--tp", "8", "--sp", "--pp", "2",
                 "--grad-accum", "16", "--zero", "1", "--seq", "8192", "--gpu", "h100", "--tokens", "1T", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
@@ -362,21 +352,21 @@ TEST_CASE("cli: train with tensor, pipeline and expert parallelism", "[cli][para
   CHECK(weights == Approx(2.0 * j["trainable_params_on_gpu"].get<double>()));
   CHECK(weights < 2.0 * 70.6e9 / 16);
 
-  r = run({"train", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--zero", "1", "--format", "json"});
+  r = run_cli({"train", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--zero", "1", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   j = nlohmann::json::parse(r.out);
   CHECK(j["trainable_params"] == j["model"]["params"]);
   CHECK(j["trainable_params_on_gpu"].get<double>() < 0.3 * j["model"]["params"].get<double>());
   CHECK(j["communication"]["by_parallelism"][1]["parallelism"] == "expert");
 
-  r = run({"train", "--model", "llama-3.1-70b", "--gpus", "16", "--tp", "8", "--pp", "2", "--grad-accum", "8"});
+  r = run_cli({"train", "--model", "llama-3.1-70b", "--gpus", "16", "--tp", "8", "--pp", "2", "--grad-accum", "8"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(r.out, Catch::Contains("pipeline stage 0"));
   CHECK_THAT(r.out, Catch::Contains("Comms/step tensor"));
 }
 
 TEST_CASE("cli: plan train and plan infer", "[cli][plan]") {
-  auto r = run({"plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T", "--format", "json"});
+  auto r = run_cli({"plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["command"] == "plan train");
@@ -393,19 +383,19 @@ TEST_CASE("cli: plan train and plan infer", "[cli][plan]") {
   CHECK(j["why"].get<std::string>().find("cheapest") != std::string::npos);
 
   // The table explains the winner in one line.
-  r = run({"plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--gpu", "h100,a100-80gb", "--max-gpus", "64"});
+  r = run_cli({"plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--gpu", "h100,a100-80gb", "--max-gpus", "64"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(r.out, Catch::Contains("Why        "));
   CHECK_THAT(r.out, Catch::Contains("h100-sxm"));
   CHECK_THAT(r.out, !Catch::Contains("b200"));
 
   // Nothing meets the request: the report still prints, exit 1 with one line on stderr.
-  r = run({"plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T", "--deadline", "1d", "--max-gpus", "64", "--format", "json"});
+  r = run_cli({"plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T", "--deadline", "1d", "--max-gpus", "64", "--format", "json"});
   CHECK(r.code == ExitCode::limit);
   CHECK(nlohmann::json::parse(r.out)["best"].empty());
   CHECK_THAT(r.err, Catch::Contains("no setup meets"));
 
-  r = run({"plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms", "--format", "json"});
+  r = run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   j = nlohmann::json::parse(r.out);
   REQUIRE(!j["best"].empty());
@@ -414,7 +404,7 @@ TEST_CASE("cli: plan train and plan infer", "[cli][plan]") {
     CHECK(b["per_token_latency_seconds"].get<double>() <= 0.040);
   }
   for (const char* f : {"csv", "md"}) {
-    r = run({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "32", "--format", f});
+    r = run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "32", "--format", f});
     REQUIRE(r.code == ExitCode::ok);
     CHECK_THAT(r.out, Catch::Contains("$/1M out"));
   }
@@ -424,7 +414,7 @@ TEST_CASE("cli: --model that is neither a preset, a path nor a Hub id org/name[@
   for (const char* bad : {"org/", "/name", "org/name/extra", "org/na me", "-org/name", "org/name@", "org/../name",
                           "org/name@re v", "org"}) {
     INFO(bad);
-    const auto r = run({"train", "--model", bad});
+    const auto r = run_cli({"train", "--model", bad});
     CHECK(r.code == ExitCode::usage);
     CHECK_THAT(r.err, Catch::Contains("unknown model"));
   }

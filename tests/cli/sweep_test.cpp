@@ -5,23 +5,16 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "app.h"
+#include "cli_run.h"
 
 using gpuplan::cli::ExitCode;
 
+using gpuplan::test::run_cli;
+
 namespace {
-struct SweepResult {
-  ExitCode code;
-  std::string out, err;
-};
-SweepResult sweep_run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const ExitCode code = gpuplan::cli::run(args, out, err);
-  return {code, out.str(), err.str()};
-}
 nlohmann::json sweep_json(std::vector<std::string> args) {
   args.insert(args.end(), {"--format", "json"});
-  const auto r = sweep_run(args);
+  const auto r = run_cli(args);
   INFO(r.err);
   REQUIRE(r.code == ExitCode::ok);
   return nlohmann::json::parse(r.out);
@@ -67,12 +60,12 @@ TEST_CASE("sweep train: two flags make every combination; a one-value flag is fi
 }
 
 TEST_CASE("sweep: the chart, the table's answer lines, csv", "[cli][sweep]") {
-  const auto t = sweep_run({"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..64k", "--gpu", "rtx-4090", "--chart"});
+  const auto t = run_cli({"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..64k", "--gpu", "rtx-4090", "--chart"});
   REQUIRE(t.code == ExitCode::ok);
   CHECK_THAT(t.out, Catch::Contains("◀ largest that fits on rtx-4090"));
   CHECK_THAT(t.out, Catch::Contains("KV cache"));
   CHECK_THAT(t.out, Catch::Contains("rtx-4090: largest --context that fits: "));
-  const auto c = sweep_run({"sweep", "infer", "--model", "llama-3.1-8b", "--batch", "1,2,3", "--format", "csv"});
+  const auto c = run_cli({"sweep", "infer", "--model", "llama-3.1-8b", "--batch", "1,2,3", "--format", "csv"});
   REQUIRE(c.code == ExitCode::ok);
   CHECK(std::count(c.out.begin(), c.out.end(), '\n') == 4);  // header and three points
   CHECK(c.out.rfind("--batch,weights,", 0) == 0);
@@ -83,7 +76,7 @@ TEST_CASE("sweep: bad input is a usage error; nothing fitting is exit 1", "[cli]
   auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
     head.insert(head.end(), m.begin(), m.end());
     head.insert(head.end(), tail.begin(), tail.end());
-    return sweep_run(head);
+    return run_cli(head);
   };
   struct Case {
     std::vector<std::string> head, tail;

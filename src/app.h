@@ -66,6 +66,10 @@ struct TrainOptions {
   std::string offload_optimizer = "none";
   std::string offload_params = "none";
   double network_gbps = 0;
+  std::string kernels = "auto";
+  std::string pp_schedule;
+  bool tp_comm_overlap = false;
+  bool ep_overlap = false;
   TrainingWorkload workload;
   std::string precision = "bf16";
   std::string optimizer = "adamw";

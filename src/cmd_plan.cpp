@@ -63,7 +63,7 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   t->add_option("--optimizer", tr.optimizer, "adamw (default) | adamw-fused | sgd | ...");
   t->add_option("--headroom", tr.headroom, "Usable memory to keep free (default 10%)");
   t->add_option("--deadline", tr.deadline, "Finish within this time (30d, 72h)");
-  t->add_option("--mfu", tr.mfu, "Model FLOPs utilisation (default by device class)");
+  t->add_option("--mfu", tr.mfu, "State the end-to-end model FLOPs utilisation instead of the step-time model's");
   t->add_option("--network-bandwidth", tr.network_gbps, "Per-GPU network bandwidth between nodes in GB/s (default 50)");
   i->footer("Examples:\n"
             "  gpuplan plan infer --model llama-3.1-70b --concurrency 64 --prompt-len 4096 --new-tokens 512\n"

@@ -1,6 +1,8 @@
 // gpuplan train: options → estimate_training_memory → report → renderer.
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "app.h"
 #include "model_source.h"
 #include "render.h"
@@ -39,6 +41,10 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--tp", w.tp, "Tensor-parallel degree (Megatron: heads, FFN and vocabulary split; default 1)");
   cmd.add_option("--pp", w.pp, "Pipeline-parallel stages (1F1B; --grad-accum = micro-batches per step; default 1)");
   cmd.add_option("--vpp", w.vpp, "Model chunks per GPU for the interleaved pipeline schedule (default 1)");
+  cmd.add_option("--pp-first-layers", w.pp_first_layers, "Layers on the first pipeline stage (default ceil(layers/pp))");
+  cmd.add_option("--pp-last-layers", w.pp_last_layers, "Layers on the last pipeline stage (default: an even share)");
+  cmd.add_option("--pp-schedule", o.pp_schedule,
+                 "1f1b | interleaved | zero-bubble | dualpipe (default: interleaved with --vpp > 1, else 1f1b)");
   cmd.add_flag("--sp", w.sp, "Megatron sequence parallelism inside the tensor-parallel group");
   cmd.add_option("--cp", w.cp, "Context-parallel degree: the sequence split across GPUs (default 1)");
   cmd.add_option("--ep", w.ep, "Expert-parallel degree (MoE; inside the data-parallel ranks; default 1)");
@@ -48,6 +54,11 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--offload-optimizer", o.offload_optimizer, "none | cpu | nvme: moments and master weights off the GPU");
   cmd.add_option("--offload-params", o.offload_params, "none | cpu | nvme: parameter shards off the GPU (ZeRO-3)");
   cmd.add_option("--network-bandwidth", o.network_gbps, "Per-GPU network bandwidth between nodes in GB/s (default 50)");
+  cmd.add_option("--kernels", o.kernels,
+                 "Time model: eager (HF transformers modules) | fused (Megatron/TE-style fused kernels) | auto (default: "
+                 "fused with tp/pp/cp/ep > 1 or on TPUs, else eager)");
+  cmd.add_flag("--tp-comm-overlap", o.tp_comm_overlap, "Tensor-parallel collectives overlap the GEMMs (Megatron --tp-comm-overlap)");
+  cmd.add_flag("--ep-overlap", o.ep_overlap, "Expert all-to-alls overlap compute (implied by --pp-schedule dualpipe)");
   add_fit_options(cmd, o.fit);
   add_limit_options(cmd, o.limits, true);
   cmd.add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
@@ -56,7 +67,7 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
   cmd.add_option("--epochs", r.epochs, "Epochs over --dataset-tokens (instead of --tokens)");
   cmd.add_option("--dataset-tokens", r.dataset_tokens, "Dataset size in tokens, with --epochs");
-  cmd.add_option("--mfu", r.mfu, "Model FLOPs utilisation for time (default by device class, printed)");
+  cmd.add_option("--mfu", r.mfu, "State the end-to-end model FLOPs utilisation instead of the step-time model's (printed either way)");
   cmd.add_option("--provider", r.provider, "Price the run on this provider's offerings only");
   cmd.add_flag("--spot", r.spot, "Use published spot/preemptible prices");
   cmd.add_option("--price-per-gpu-hour", r.price_per_gpu_hour, "Your own price in USD per GPU-hour");
@@ -67,9 +78,63 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
 
 namespace {
 
+// The step-time model's inputs for a layout on a device.
+StepInputs step_inputs(const ModelSpec& spec, const TrainingWorkload& w, const Device& d, Params trainable_on_gpu, double host_optimizer_seconds, const std::vector<Communication>& comms) {
+  StepInputs in;
+  in.model = &spec;
+  in.workload = &w;
+  in.device = &d;
+  in.trainable_on_gpu = double(trainable_on_gpu.in(unit::params));
+  in.param_tensors = trainable_tensors(spec, w.lora) / double(w.tp * w.pp);
+  in.host_optimizer_seconds = host_optimizer_seconds;
+  in.comms = comm_seconds(comms);
+  return in;
+}
+
+// Every collective of a layout, timed on the device's links.
+std::vector<Communication> training_comms(const ModelSpec& spec, const TrainingWorkload& w, std::int64_t stage_layers,
+                                          Params trainable_on_gpu, const Device* device, std::int64_t per_node,
+                                          std::optional<ByteRate> network) {
+  const PrecisionRecipe pr = recipe_of(w.precision);
+  const bool lora = w.lora.rank > 0;
+  std::vector<Communication> comms;
+  comms.push_back(data_parallel_communication(w, double(trainable_on_gpu.in(unit::params)), lora ? 4.0 : pr.weight,
+                                              lora ? 4.0 : pr.grad));
+  for (auto& c : model_parallel_communication(spec, w, stage_layers, pr.compute)) comms.push_back(std::move(c));
+  if (device)
+    for (auto& c : comms)
+      if (c.bytes_per_gpu.in(unit::bytes) > 0) time_communication(c, *device, group_spans_nodes(c, w, per_node), network);
+  return comms;
+}
+
+// A run of `tokens` on a device: the step-time model, or the model FLOPs at a stated MFU.
+struct RunEstimate {
+  StepTime step_model;
+  double step = 0, steps = 0, seconds = 0, tokens_per_step = 0, mfu = 0, hfu = 0, gpu_hours = 0;
+};
+
+RunEstimate estimate_run(const ModelSpec& spec, const TrainingWorkload& w, const Device& d, const TimeOptions& time,
+                         Params trainable_on_gpu, const std::vector<Communication>& comms, double tokens,
+                         double flops_per_token, double peak, double stated_mfu) {
+  RunEstimate e;
+  const double host = w.offload_optimizer != Offload::none
+                          ? double(trainable_on_gpu.in(unit::params)) / double(w.zero >= 1 ? w.dp() : 1) * offload_seconds_per_param
+                          : 0.0;
+  e.step_model = step_time(step_inputs(spec, w, d, trainable_on_gpu, host, comms), time);
+  e.tokens_per_step = double(w.batch * w.seq * w.grad_accum * w.dp());
+  e.steps = tokens / e.tokens_per_step;
+  const double model_per_step = flops_per_token * e.tokens_per_step, gpus = double(w.gpus);
+  e.step = stated_mfu > 0 ? model_per_step / (gpus * peak * stated_mfu) : e.step_model.total;
+  e.seconds = e.step * e.steps;
+  e.mfu = model_per_step / (e.step * gpus * peak);
+  e.hfu = e.step_model.hardware_flops / (e.step * peak);
+  e.gpu_hours = e.seconds * gpus / 3600.0;
+  return e;
+}
+
 // Tokens, FLOPs, and with a device: time, cost, energy.
 void add_run_report(nlohmann::json& report, const ModelSpec& spec, const TrainingWorkload& w, const RunOptions& r,
-                    const Catalog& cat, const Device* device, Params trainable_on_gpu,
+                    const TimeOptions& time, const Catalog& cat, const Device* device, Params trainable_on_gpu,
                     const std::vector<Communication>& comms) {
   if (!r.tokens.empty() && (r.epochs > 0 || !r.dataset_tokens.empty()))
     throw InputError("--tokens excludes --epochs/--dataset-tokens");
@@ -108,42 +173,56 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   if (!peak)
     throw InputError("--gpu " + device->id + " has no peak rate for --precision " +
                      std::string(spell<Precision>(precision_names, w.precision)));
-  const MfuDefault def = default_mfu(*device, format);
-  const double mfu = r.mfu > 0 ? r.mfu : def.mfu;
+  if (r.mfu != 0 && !(r.mfu > 0 && r.mfu <= 1)) throw InputError("--mfu must be in (0, 1]");
   const std::int64_t gpus = w.gpus;  // already gpus × nodes
-  // Per optimizer step: the collectives on the critical path (tensor, expert), the data-parallel ones (overlapped
-  // with backward up to 2/3 of the step), the host optimizer step under offload.
-  double critical = 0, data = 0;
-  for (const auto& c : comms) {
-    if (!c.time) continue;
-    if (c.kind == "tensor" || c.kind == "expert") critical += c.time->in(unit::seconds);
-    if (c.kind == "data") data += c.time->in(unit::seconds);
-  }
-  const double host = w.offload_optimizer != Offload::none
-                          ? double(trainable_on_gpu.in(unit::params)) / double(w.zero >= 1 ? w.dp() : 1) * offload_seconds_per_param
-                          : 0.0;
-  const double steps = double(tokens.in(unit::tokens)) / double(w.batch * w.seq * w.grad_accum * w.dp());
-  const RunTime rt = run_time(f.hardware.in(unit::flop), double(gpus), *peak, mfu, pipeline_bubble(w), steps, critical,
-                              data, host);
-  const TrainingTime t = training_time(f.hardware, gpus, std::max<std::int64_t>(1, gpus / r.nodes), FlopRate(*peak), mfu,
-                                       pipeline_bubble(w), rt.exposed);
-  report["time"] = {{"seconds", t.wall.in(unit::seconds)},
-                    {"compute_seconds", t.compute_seconds},
-                    {"bubble_seconds", t.bubble_seconds},
-                    {"exposed_communication_seconds", t.exposed_seconds},
-                    {"basis", "hardware FLOPs (recomputation included) at the MFU, plus the pipeline bubble and the "
-                              "communication not hidden behind compute"},
-                    {"days", t.wall.in(unit::seconds) / 86400.0},
-                    {"gpu_hours", t.gpu_hours},
-                    {"node_hours", t.node_hours},
+  const RunEstimate run = estimate_run(spec, w, *device, time, trainable_on_gpu, comms, double(tokens.in(unit::tokens)),
+                                       f.flops_per_token, *peak, r.mfu);
+  const StepTime& st = run.step_model;
+  const double seconds = run.seconds, steps = run.steps, step = run.step, gpu_hours = run.gpu_hours;
+  const double exposed = st.tensor_comm + st.expert_comm + st.context_comm + st.data_comm + st.host_optimizer;
+  report["assumptions"].push_back(
+      r.mfu > 0 ? "time: the model FLOPs at the stated --mfu"
+                : "time: step-time model with " + std::string(spell<Kernels>(kernels_names, st.kernels)) +
+                      " kernels (matmuls at " + fmt::format("{:.0f}", 100 * time.rates.gemm16 *
+                                                           device->matmul_efficiency.value_or(time.rates.default_matmul_efficiency)) +
+                      "% of the dense peak" + (device->matmul_efficiency ? "" : ", no measured rate for this device") +
+                      "); the MFU is what it implies (docs/time-accuracy.md)");
+  nlohmann::json parts = nullptr;
+  if (r.mfu <= 0)
+    parts = {{"matmul_seconds", st.matmul},           {"attention_seconds", st.attention},
+             {"memory_bound_seconds", st.memory_bound}, {"host_bound_seconds", st.host_bound},
+             {"optimizer_seconds", st.optimizer},     {"tensor_parallel_seconds", st.tensor_comm},
+             {"expert_parallel_seconds", st.expert_comm}, {"context_parallel_seconds", st.context_comm},
+             {"data_parallel_seconds", st.data_comm}, {"pipeline_bubble_seconds", st.bubble},
+             {"host_optimizer_seconds", st.host_optimizer}};
+  report["time"] = {{"seconds", seconds},
+                    {"compute_seconds", r.mfu > 0 ? seconds : (st.compute + st.optimizer) * steps},
+                    {"bubble_seconds", r.mfu > 0 ? 0.0 : st.bubble * steps},
+                    {"exposed_communication_seconds", r.mfu > 0 ? 0.0 : exposed * steps},
+                    {"basis", r.mfu > 0 ? "model FLOPs at the stated --mfu"
+                                        : "step-time model: matmuls, attention and memory-bound kernels at calibrated "
+                                          "shares of the device's peaks, the host's launch cost, the pipeline bubble and "
+                                          "communication not hidden behind compute (docs/time-accuracy.md)"},
+                    {"step_seconds", step},
+                    {"steps", steps},
+                    {"tokens_per_step", run.tokens_per_step},
+                    {"tokens_per_second_per_gpu", run.tokens_per_step / (step * double(gpus))},
+                    {"step", parts},
+                    {"kernels", spell<Kernels>(kernels_names, st.kernels)},
+                    {"pipeline_schedule", w.pp > 1 ? nlohmann::json(spell<PipelineSchedule>(schedule_names, time.schedule))
+                                                   : nlohmann::json(nullptr)},
+                    {"days", seconds / 86400.0},
+                    {"gpu_hours", gpu_hours},
+                    {"node_hours", gpu_hours / double(std::max<std::int64_t>(1, gpus / r.nodes))},
                     {"gpus", gpus},
                     {"gpu", device->id},
                     {"peak_flops_per_gpu", *peak},
-                    {"mfu", mfu},
-                    {"mfu_basis", r.mfu > 0 ? std::string("--mfu") : def.basis}};
+                    {"mfu", run.mfu},
+                    {"hfu", r.mfu > 0 ? nlohmann::json(nullptr) : nlohmann::json(run.hfu)},
+                    {"mfu_basis", r.mfu > 0 ? std::string("--mfu") : std::string("implied by the step-time model")}};
   // Cost: the user's price, else the cheapest matching offering; every alternative is listed.
   nlohmann::json alternatives = nlohmann::json::array();
-  const auto priced = price_run(cat, *device, t.gpu_hours, r.spot, r.provider);
+  const auto priced = price_run(cat, *device, gpu_hours, r.spot, r.provider);
   for (const auto& p : priced)
     alternatives.push_back({{"provider", p.offering->provider},
                             {"instance", p.offering->instance},
@@ -153,7 +232,7 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
                             {"as_of", p.offering->as_of}});
   if (r.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
   if (r.price_per_gpu_hour > 0) {
-    const Usd usd = Seconds(t.gpu_hours * 3600.0) * UsdPerHour(r.price_per_gpu_hour);
+    const Usd usd = Seconds(gpu_hours * 3600.0) * UsdPerHour(r.price_per_gpu_hour);
     report["cost"] = {{"usd", usd.in(unit::usd)},
                       {"usd_per_gpu_hour", r.price_per_gpu_hour},
                       {"price_basis", "--price-per-gpu-hour"},
@@ -175,7 +254,7 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
     ea.power_utilization = r.power_utilization;
     ea.pue = r.pue;
     if (r.grid_intensity >= 0) ea.grid_kg_per_kwh = r.grid_intensity;
-    const Energy e = run_energy(t.gpu_hours, *device->tdp_watts, ea);
+    const Energy e = run_energy(gpu_hours, *device->tdp_watts, ea);
     report["energy"] = {{"kwh", e.kwh},
                         {"co2_kg", e.co2_kg ? nlohmann::json(*e.co2_kg) : nlohmann::json(nullptr)},
                         {"tdp_watts", *device->tdp_watts},
@@ -226,6 +305,14 @@ nlohmann::json train_report(const TrainOptions& o) {
   if (o.network_gbps < 0) throw InputError("--network-bandwidth must be positive");
   if (w.gpus < 1 || w.gpus > 1'000'000) throw InputError("--gpus must be between 1 and 1,000,000");
   w.gpus *= o.run.nodes;
+  TimeOptions time;
+  time.kernels = parse_enum<Kernels>(kernels_names, o.kernels, "kernels");
+  time.schedule = !o.pp_schedule.empty() ? parse_enum<PipelineSchedule>(schedule_names, o.pp_schedule, "pipeline schedule")
+                  : w.vpp > 1           ? PipelineSchedule::interleaved
+                                        : PipelineSchedule::one_f_one_b;
+  if (!o.pp_schedule.empty() && w.pp < 2) throw InputError("--pp-schedule needs --pp of 2 or more");
+  time.tp_overlap = o.tp_comm_overlap;
+  time.ep_overlap = o.ep_overlap;
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
   // Hybrid sharding shards within a node: memory as ZeRO-3 over the node's GPUs.
@@ -248,22 +335,17 @@ nlohmann::json train_report(const TrainOptions& o) {
                         {"stage", est.stage.index}, {"stage_layers", est.stage.layers},
                         {"in_flight_microbatches", est.stage.in_flight},
                         {"pipeline_bubble_fraction", pipeline_bubble(w)}};
-  std::vector<Communication> comms;
+  const std::int64_t per_node = w.gpus / o.run.nodes;
+  std::optional<ByteRate> network;
+  if (o.network_gbps > 0) network.emplace(o.network_gbps * 1e9);
+  const std::vector<Communication> comms =
+      training_comms(spec, w, est.stage.layers, est.shape.trainable_on_gpu, device, per_node, network);
   {
-    const PrecisionRecipe pr = recipe_of(w.precision);
-    const bool lora = w.lora.rank > 0;
-    comms.push_back(data_parallel_communication(w, double(est.shape.trainable_on_gpu.in(unit::params)),
-                                                lora ? 4.0 : pr.weight, lora ? 4.0 : pr.grad));
-    for (auto& c : model_parallel_communication(spec, w, est.stage.layers, pr.compute)) comms.push_back(std::move(c));
-    const std::int64_t per_node = w.gpus / o.run.nodes;
-    const std::optional<ByteRate> network =
-        o.network_gbps > 0 ? std::optional<ByteRate>(ByteRate(o.network_gbps * 1e9)) : std::nullopt;
     nlohmann::json by_kind = nlohmann::json::array();
     double bytes = 0, seconds = 0;
     std::string names;
-    for (auto& c : comms) {
+    for (const auto& c : comms) {
       if (c.bytes_per_gpu.in(unit::bytes) <= 0) continue;
-      if (device) time_communication(c, *device, group_spans_nodes(c, w, per_node), network);
       bytes += c.bytes_per_gpu.in(unit::bytes);
       if (c.time) seconds += c.time->in(unit::seconds);
       names += (names.empty() ? "" : "; ") + c.collectives;
@@ -285,7 +367,7 @@ nlohmann::json train_report(const TrainOptions& o) {
                                            "which ones frameworks hide behind compute"}};
   }
 
-  add_run_report(report, spec, w, o.run, cat, device, est.shape.trainable_on_gpu, comms);
+  add_run_report(report, spec, w, o.run, time, cat, device, est.shape.trainable_on_gpu, comms);
   if (device) {
     report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
   } else if (o.fit.table) {
@@ -314,20 +396,21 @@ nlohmann::json train_report(const TrainOptions& o) {
                                                    " whose per-GPU estimate fits in the device's usable memory");
     // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, at
     // the device's default MFU, priced at its cheapest on-demand offering.
-    const Flops flops(report["compute"]["hardware_flops"].get<double>());
-    nlohmann::json options = nlohmann::json::array();
+    const double tokens = report["compute"]["tokens"].get<double>();
+    const double per_token = report["compute"]["flops_per_token"].get<double>();
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto& row = report["fit_table"]["devices"][i];
       const Device& d = *rows[i].device;
       const auto peak = peak_for(d, compute_format(w.precision));
       if (!rows[i].gpus_needed || !peak) continue;
       const std::int64_t n = std::max(*rows[i].gpus_needed, w.gpus);
-      // Node-hours assume 8 GPUs per node (HGX/DGX boards; the catalog has no per-instance node size here).
-      const TrainingTime t = training_time(flops, n, std::min<std::int64_t>(n, 8), FlopRate(*peak),
-                                          o.run.mfu > 0 ? o.run.mfu : default_mfu(d, compute_format(w.precision)).mfu);
+      // The layout of the row on 8-GPU nodes (HGX/DGX boards; the catalog has no per-instance node size here).
+      const TrainingWorkload v = over(n / replica);
+      const auto c = training_comms(spec, v, est.stage.layers, est.shape.trainable_on_gpu, &d, 8, network);
+      const RunEstimate run = estimate_run(spec, v, d, time, est.shape.trainable_on_gpu, c, tokens, per_token, *peak, o.run.mfu);
       row["run_gpus"] = n;
-      row["run_days"] = t.wall.in(unit::seconds) / 86400.0;
-      const auto priced = price_run(cat, d, t.gpu_hours, o.run.spot, o.run.provider);
+      row["run_days"] = run.seconds / 86400.0;
+      const auto priced = price_run(cat, d, run.gpu_hours, o.run.spot, o.run.provider);
       row["run_usd"] = priced.empty() ? nlohmann::json(nullptr) : nlohmann::json(priced.front().total.in(unit::usd));
       row["run_offering"] = priced.empty() ? nlohmann::json(nullptr)
                                            : nlohmann::json(priced.front().offering->provider + " " + priced.front().offering->instance);

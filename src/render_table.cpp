@@ -125,14 +125,30 @@ void run_lines(const json& r, std::ostream& out) {
              c["hardware_flops"].get<double>(), short_count(c["tokens"].get<double>()), c["tokens_basis"].get<std::string>());
   if (r["time"].is_null()) return;
   const json& t = r["time"];
-  fmt::print(out, "Time       {:.1f} days on {} × {} at {:.0f}% MFU; {} GPU-hours\n           (MFU: {})\n",
-             t["days"].get<double>(), t["gpus"].get<std::int64_t>(), t["gpu"].get<std::string>(), 100 * t["mfu"].get<double>(),
-             grouped(static_cast<std::int64_t>(t["gpu_hours"].get<double>())), t["mfu_basis"].get<std::string>());
-  const double bubble = t["bubble_seconds"].get<double>(), exposed = t["exposed_communication_seconds"].get<double>();
-  if (bubble > 0 || exposed > 0)
-    fmt::print(out, "           = {:.1f} days of compute (hardware FLOPs) + {:.1f} pipeline bubble + {:.1f} communication "
-                    "not hidden behind compute\n",
-               t["compute_seconds"].get<double>() / 86400, bubble / 86400, exposed / 86400);
+  fmt::print(out, "Time       {:.1f} days on {} × {}; {} GPU-hours; {:.0f}% MFU ({})\n", t["days"].get<double>(),
+             t["gpus"].get<std::int64_t>(), t["gpu"].get<std::string>(),
+             grouped(static_cast<std::int64_t>(t["gpu_hours"].get<double>())), 100 * t["mfu"].get<double>(),
+             t["mfu_basis"].get<std::string>());
+  fmt::print(out, "           step {:.3g} s for {} tokens = {} tokens/s per GPU", t["step_seconds"].get<double>(),
+             short_count(t["tokens_per_step"].get<double>()),
+             grouped(static_cast<std::int64_t>(t["tokens_per_second_per_gpu"].get<double>())));
+  if (!t["hfu"].is_null()) fmt::print(out, "; {:.0f}% HFU", 100 * t["hfu"].get<double>());
+  fmt::print(out, "\n");
+  if (t["step"].is_object()) {
+    // The step's parts, largest first, as the step-time model sees them (the slowest pipeline stage's GPU).
+    std::vector<std::pair<double, std::string>> parts;
+    for (const auto& [k, v] : t["step"].items())
+      if (v.get<double>() > 0) parts.emplace_back(v.get<double>(), k.substr(0, k.size() - std::string("_seconds").size()));
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string line;
+    for (const auto& [v, k] : parts) {
+      std::string name = k;
+      std::replace(name.begin(), name.end(), '_', ' ');
+      line += fmt::format("{}{} {:.0f}%", line.empty() ? "" : ", ", name, 100 * v / t["step_seconds"].get<double>());
+    }
+    fmt::print(out, "           = {} ({} kernels{})\n", line, t["kernels"].get<std::string>(),
+               t["pipeline_schedule"].is_null() ? "" : ", " + t["pipeline_schedule"].get<std::string>() + " pipeline");
+  }
   if (!r["cost"].is_null()) {
     const json& k = r["cost"];
     fmt::print(out, "Cost       ${} at ${:.2f}/GPU-hour ({})\n", grouped(static_cast<std::int64_t>(k["usd"].get<double>())),

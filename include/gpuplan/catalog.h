@@ -147,6 +147,9 @@ inline Device parse_device(Validator& v, const nlohmann::json& o, const std::str
   if (d.fp16_accumulate.fp16 && d.peak.fp16 && *d.fp16_accumulate.fp16 < *d.peak.fp16)
     v.problem(ptr + "/fp16_accumulate_flops/fp16", "below the fp32-accumulate rate (fields swapped?)");
   d.tdp_watts = v.num(o, ptr, "tdp_watts", false);
+  d.matmul_efficiency = v.num(o, ptr, "matmul_efficiency", false);
+  if (d.matmul_efficiency && !(*d.matmul_efficiency > 0 && *d.matmul_efficiency <= 1))
+    throw DataError(ptr + "/matmul_efficiency: expected a share in (0, 1]");
   if (o.contains("interconnect") && o["interconnect"].is_object()) {
     d.interconnect = v.str(o["interconnect"], ptr + "/interconnect", "kind", false);
     if (auto b = v.num(o["interconnect"], ptr + "/interconnect", "bandwidth_bytes_per_s", false)) d.interconnect_bandwidth = ByteRate(*b);

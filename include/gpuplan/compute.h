@@ -149,7 +149,8 @@ struct MfuDefault {
   std::string basis;
 };
 
-// Default MFU by device class and format, from published large runs:
+// An end-to-end MFU by device class and format, for `scale` (a GPU-hour budget into FLOPs, with no model to time):
+// from published large runs (train and plan time runs with the step-time model, step_time.h):
 // - datacenter GPUs, 16-bit: 0.40 — Llama 3 405B on H100: 38–43 % (Llama 3 paper, Table 4); MosaicML MPT on
 //   H100: 40–46 %; our H200 measurements of HF eager training: 39–40 %.
 // - fp8: 0.30 of the fp8 peak — MosaicML amp_fp8 3B on H100: 27.7 %; DeepSeek-V3 implies ~17 % of fp8 peak.
@@ -164,57 +165,10 @@ inline MfuDefault default_mfu(const Device& d, ComputeFormat f) {
   return {0.40, "Llama 3 405B on H100: 38–43 % MFU; MosaicML on H100: 40–46 %"};
 }
 
-// Wall time of a run: the hardware FLOPs (recomputation included) at the utilisation, the pipeline bubble on top
-// of that, and per optimizer step the communication that does not hide behind compute: tensor- and
-// expert-parallel collectives (on the critical path), data-parallel collectives beyond 2/3 of the step's compute
-// (DDP/FSDP overlap them with backward), the host's optimizer step under ZeRO-Offload.
-struct RunTime {
-  double compute = 0, bubble = 0, exposed = 0;
-  double total() const { return compute + bubble + exposed; }
-};
-
-inline RunTime run_time(double hardware_flops, double gpus, double peak, double mfu, double bubble_fraction, double steps,
-                        double critical_seconds_per_step, double dp_seconds_per_step, double host_seconds_per_step) {
-  RunTime r;
-  r.compute = hardware_flops / (gpus * peak * mfu);
-  r.bubble = r.compute * bubble_fraction;
-  const double step_compute = steps > 0 ? r.compute / steps : 0.0;
-  r.exposed = steps * (critical_seconds_per_step + host_seconds_per_step +
-                       std::max(0.0, dp_seconds_per_step - step_compute * 2.0 / 3.0));
-  return r;
-}
-
 // ZeRO-Offload's optimizer step on the host, per parameter of the GPU's shard and step: measured on 2 × H200 with
 // FSDP2 CPUOffloadPolicy (torch's CPU AdamW plus the parameter/gradient copies over PCIe): 6.6 s of a 6.9 s step
 // for 1.6B parameters per GPU (tests/data/calibration/measured_d1.jsonl). DeepSpeed's CPU-Adam is faster; this is
 // the conservative, measured figure.
 inline constexpr double offload_seconds_per_param = 4.1e-9;
-
-struct TrainingTime {
-  Seconds wall{0};
-  double compute_seconds = 0, bubble_seconds = 0, exposed_seconds = 0;  // wall = their sum
-  double gpu_hours = 0;
-  double node_hours = 0;
-  FlopRate per_gpu_peak{0};
-  double mfu = 0;
-};
-
-// `flops` at `mfu` of the GPUs' peak; a pipeline bubble fraction and exposed communication (run_time) on top.
-inline TrainingTime training_time(Flops flops, std::int64_t gpus, std::int64_t gpus_per_node, FlopRate peak,
-                                  double mfu, double bubble_fraction = 0, double exposed_seconds = 0) {
-  if (gpus < 1 || gpus_per_node < 1) throw InputError("the GPU count must be at least 1");
-  if (!(mfu > 0 && mfu <= 1)) throw InputError("--mfu must be in (0, 1]");
-  if (!(peak.in(unit::flop_per_s) > 0)) throw InputError("the device has no peak rate for this precision");
-  TrainingTime t;
-  t.per_gpu_peak = peak;
-  t.mfu = mfu;
-  t.compute_seconds = (flops / FlopRate(double(gpus) * peak.in(unit::flop_per_s) * mfu)).in(unit::seconds);
-  t.bubble_seconds = t.compute_seconds * bubble_fraction;
-  t.exposed_seconds = exposed_seconds;
-  t.wall = Seconds(t.compute_seconds + t.bubble_seconds + t.exposed_seconds);
-  t.gpu_hours = t.wall.in(unit::seconds) * double(gpus) / 3600.0;
-  t.node_hours = t.gpu_hours / double(gpus_per_node);
-  return t;
-}
 
 }  // namespace gpuplan

@@ -25,5 +25,6 @@
 #include "plan.h"
 #include "report.h"
 #include "safetensors.h"
+#include "step_time.h"
 #include "throughput.h"
 #include "units.h"

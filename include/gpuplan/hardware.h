@@ -30,6 +30,8 @@ struct Device {
   PeakFlops peak;                         // with fp32 accumulate on GeForce
   PeakFlops fp16_accumulate;              // GeForce fp16-accumulate rates, a separate (faster) path
   std::optional<double> tdp_watts;
+  // Maximum achievable matmul FLOP/s (large bf16 GEMMs, best shape) as a share of the dense bf16 peak, measured.
+  std::optional<double> matmul_efficiency;
   std::string interconnect;
   std::optional<ByteRate> interconnect_bandwidth;  // per GPU, bidirectional (NVIDIA convention)
   std::optional<int> pcie_gen;

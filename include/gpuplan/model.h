@@ -303,6 +303,19 @@ inline int layer_kind(const ModelSpec& s, std::int64_t layer) {
   return (s.is_linear_layer(layer) ? 1 : 0) + (s.is_moe_layer(layer) ? 2 : 0);
 }
 
+// Each kind of layer once: a representative layer index and how many layers are of that kind.
+inline std::vector<std::pair<std::int64_t, std::int64_t>> layer_kinds(const ModelSpec& s) {
+  std::array<std::pair<std::int64_t, std::int64_t>, 4> k{};
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    auto& e = k[static_cast<std::size_t>(layer_kind(s, l))];
+    if (e.second++ == 0) e.first = l;
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (const auto& e : k)
+    if (e.second > 0) out.push_back(e);
+  return out;
+}
+
 inline ParamCounts count_params(const ModelSpec& s) {
   ParamInventory inv = param_inventory_without_layers(s);
   // Each kind of layer is counted once (param_inventory builds every layer's named groups: listing the presets

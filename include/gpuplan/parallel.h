@@ -38,13 +38,22 @@ inline double in_flight_microbatches(std::int64_t r, std::int64_t pp, std::int64
   return chunks / double(v);
 }
 
-// Stages worth evaluating: the first (most layers — uneven splits give it the extra — and the most micro-batches in
-// flight) and the last (lm_head, logits and loss). Megatron puts ceil(L/pp) layers on the first stage.
+// Stages worth evaluating: the first (the most micro-batches in flight; Megatron gives it ceil(L/pp) layers unless
+// --pp-first-layers says otherwise) and the last (lm_head, logits and loss), which gets an even share of the rest. With both ends given, the middle
+// stages must share the remaining layers evenly, as Megatron requires.
 inline std::vector<PipelineStage> pipeline_stages(std::int64_t layers, const TrainingWorkload& w) {
   if (w.pp <= 1) return {PipelineStage{0, 0, layers, true, true, 1}};
-  const std::int64_t first = (layers + w.pp - 1) / w.pp;
+  const std::int64_t first = w.pp_first_layers > 0 ? w.pp_first_layers : (layers + w.pp - 1) / w.pp;
   const std::int64_t rest = layers - first;
-  const std::int64_t last = rest - (w.pp - 2) * (rest / (w.pp - 1));  // the remainder after the middle stages
+  std::int64_t last = rest / (w.pp - 1);  // the other stages share the rest evenly; the middle ones take any remainder
+  if (w.pp_last_layers > 0) last = w.pp_last_layers;
+  const std::int64_t middle = layers - first - last;
+  if (first < 1 || last < 1 || middle < (w.pp - 2) || (w.pp == 2 && middle != 0) ||
+      (w.pp > 2 && (w.pp_first_layers > 0 || w.pp_last_layers > 0) && middle % (w.pp - 2) != 0))
+    throw InputError("the pipeline split (" + std::to_string(first) + " layers first, " + std::to_string(last) +
+                     " last) leaves " + std::to_string(middle) + " of the model's " + std::to_string(layers) +
+                     " layers for " + std::to_string(w.pp - 2) + " middle stages: they must share them evenly, at "
+                     "least one each");
   return {PipelineStage{0, 0, first, true, false, in_flight_microbatches(0, w.pp, w.vpp, w.grad_accum)},
           PipelineStage{w.pp - 1, layers - last, last, false, true, in_flight_microbatches(w.pp - 1, w.pp, w.vpp, w.grad_accum)}};
 }

@@ -9,20 +9,25 @@
 // printed memory figure is the full estimator's.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <queue>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "catalog.h"
 #include "compute.h"
 #include "cost.h"
+#include "step_time.h"
 #include "hardware.h"
 #include "memory/inference.h"
 #include "memory/training.h"
 #include "parallel.h"
+#include "step_time.h"
 #include "throughput.h"
 
 namespace gpuplan {
@@ -173,7 +178,7 @@ struct TrainingPlanRequest {
   std::string provider;
   std::vector<std::string> gpus;          // accelerator ids to consider (empty: the whole catalog)
   bool spot = false;
-  std::optional<double> mfu;              // default: the device class's (compute.h)
+  std::optional<double> mfu;              // a stated end-to-end MFU; default: the step-time model (step_time.h)
   std::optional<ByteRate> network;        // per GPU between nodes (default 50 GB/s)
 };
 
@@ -243,9 +248,7 @@ struct DeviceChoice {
   const Offering* offering;
   double per_gpu_hour;
   double peak;
-  double mfu;
   double usable;
-  double intra_node, inter_node;  // one-way bytes/s per GPU inside a node and between nodes (parallel.h)
 };
 
 inline std::vector<DeviceChoice> device_choices(const TrainingPlanRequest& req, const Catalog& cat) {
@@ -265,9 +268,7 @@ inline std::vector<DeviceChoice> device_choices(const TrainingPlanRequest& req, 
       if (std::find(sizes.begin(), sizes.end(), p.offering->count) != sizes.end()) continue;
       sizes.push_back(p.offering->count);
       choices.push_back({&d, p.offering, p.per_gpu_hour.in(unit::usd_per_hour), *peak,
-                         req.mfu.value_or(default_mfu(d, format).mfu), d.capacity().in(unit::bytes) * (1 - req.headroom),
-                         link_between(d, false, req.network).bandwidth.in(unit::bytes_per_s),
-                         link_between(d, true, req.network).bandwidth.in(unit::bytes_per_s)});
+                         d.capacity().in(unit::bytes) * (1 - req.headroom)});
     }
   }
   for (const auto& g : req.gpus) cat.get(g);  // unknown ids are usage errors
@@ -308,66 +309,25 @@ void for_each_layout(const ModelSpec& s, const TrainingPlanRequest& req, F&& f) 
     }
 }
 
-// What a layout asks of any device: steps, the pipeline bubble, and its traffic per step (parallel.h), for the
-// first stage's layers.
+// What a layout asks of any device: optimizer steps and what one GPU's optimizer walks.
 struct LayoutWork {
-  double steps = 0, bubble = 0, tp_bytes = 0, ep_bytes = 0, dp_bytes = 0, local_params = 0;
+  double steps = 0, local_params = 0, param_tensors = 0;
 };
 
 // The model's figures the work depends on, counted once per plan.
 struct ModelTotals {
-  double params = 0, moe_layers = 0;
+  double params = 0, tensors = 0;
   explicit ModelTotals(const ModelSpec& s)
-      : params(double(count_params(s).total.in(unit::params))), moe_layers(double(s.moe_layer_count())) {}
+      : params(double(count_params(s).total.in(unit::params))), tensors(trainable_tensors(s, LoraSpec{})) {}
 };
 
-inline LayoutWork layout_work(const ModelSpec& s, const ModelTotals& totals, const TrainingPlanRequest& req,
+inline LayoutWork layout_work(const ModelTotals& totals, const TrainingPlanRequest& req,
                               const TrainingLayout& L, double per_step) {
-  const PrecisionRecipe pr = recipe_of(req.base.precision);
-  const double tokens_mb = double(L.micro_batch) * double(req.base.seq), h = double(s.hidden);
   LayoutWork k;
   k.steps = double(req.tokens.in(unit::tokens)) / (per_step * double(L.grad_accum));
-  k.bubble = L.pp > 1 ? double(L.pp - 1) / double(L.grad_accum) : 0.0;
-  k.tp_bytes = tensor_parallel_bytes(L.tp, double(L.grad_accum), std::ceil(double(s.layers) / double(L.pp)),
-                                     L.recompute == Recompute::full, tokens_mb, h, pr.compute);
-  k.ep_bytes = expert_parallel_bytes(L.ep, double(L.grad_accum), totals.moe_layers / double(L.pp), tokens_mb,
-                                     double(s.moe.experts_per_token), h, pr.compute);
   k.local_params = totals.params / double(L.tp * L.pp);
-  k.dp_bytes = data_parallel_bytes(L.dp(), int(L.zero), k.local_params, pr.weight, pr.grad);
+  k.param_tensors = totals.tensors / double(L.tp * L.pp);
   return k;
-}
-
-// The layout on one device's offering: time (hardware FLOPs at the MFU, the bubble, communication that does not
-// hide behind compute, the host optimizer step under offload) and cost in whole instances; none when the screen
-// says it cannot fit or the offering cannot host it.
-inline std::optional<TrainingCandidate> price_layout(const TrainingLayout& L, double screen_bytes, const LayoutWork& k,
-                                                     const DeviceChoice& ch, double hardware_flops) {
-  if (screen_bytes > ch.usable) return std::nullopt;
-  const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
-  if (L.tp > node) return std::nullopt;
-  if (L.gpus > node && node < 4) return std::nullopt;  // beyond one instance: multi-GPU instances (4+) only
-  // A group spans nodes by its extent (parallel.h group_spans_nodes): tp, tp·ep, tp·dp.
-  const double nvlink = ch.intra_node, network = ch.inter_node;
-  const double dp_bw = (L.tp * L.dp() > node) ? network : nvlink;
-  const double ep_bw = (L.tp * L.ep > node) ? network : nvlink;
-  const double offload_step =
-      L.offload != Offload::none ? k.local_params / double(L.zero >= 1 ? L.dp() : 1) * offload_seconds_per_param : 0.0;
-  const RunTime rt = run_time(hardware_flops, double(L.gpus), ch.peak, ch.mfu, k.bubble, k.steps,
-                              k.tp_bytes / nvlink + k.ep_bytes / ep_bw, k.dp_bytes / dp_bw, offload_step);
-  TrainingCandidate c;
-  c.device = ch.device;
-  c.offering = ch.offering;
-  c.layout = L;
-  c.screen_bytes = screen_bytes;
-  c.compute_seconds = rt.compute;
-  c.bubble_seconds = rt.bubble;
-  c.exposed_comm_seconds = rt.exposed;
-  c.mfu = ch.mfu;
-  c.time = Seconds(rt.total());
-  c.instances = (L.gpus + node - 1) / node;
-  c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
-  c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);
-  return c;
 }
 
 inline TrainingWorkload layout_workload(const TrainingWorkload& base, const TrainingLayout& L) {
@@ -383,6 +343,92 @@ inline TrainingWorkload layout_workload(const TrainingWorkload& base, const Trai
   w.offload_optimizer = L.offload;
   w.offload_params = L.offload != Offload::none && L.zero == 3 ? Offload::cpu : Offload::none;
   return w;
+}
+
+// A layout's micro-batch work per pipeline stage, computed once per kernel style and reused for every device.
+// Per-layer work shared by layouts with the same tp, ep, micro-batch, recomputation and kernels.
+using LayerWorkCache = std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, Recompute, Kernels>, LayerKindWork>;
+
+class LayoutStages {
+ public:
+  LayoutStages(const ModelSpec& s, TrainingWorkload w, LayerWorkCache* shared = nullptr)
+      : s_(s), w_(std::move(w)), shared_(shared) {}
+  const TrainingWorkload& workload() const { return w_; }
+  // Its collectives' bytes per GPU and step (parallel.h), the tensor-parallel ones for the first stage's layers.
+  const std::vector<Communication>& comms(double local_params) {
+    if (!comms_) {
+      const PrecisionRecipe pr = recipe_of(w_.precision);
+      const double local = local_params;
+      comms_.emplace(std::vector<Communication>{data_parallel_communication(w_, local, pr.weight, pr.grad)});
+      for (auto& x : model_parallel_communication(s_, w_, (s_.layers + w_.pp - 1) / w_.pp, pr.compute))
+        if (x.bytes_per_gpu.in(unit::bytes) > 0) comms_->push_back(std::move(x));
+    }
+    return *comms_;
+  }
+  const std::vector<StageWork>& get(Kernels k) {
+    auto& slot = cache_[k == Kernels::fused ? 1 : 0];
+    if (!slot) {
+      LayerKindWork* layers = shared_ ? &(*shared_)[{w_.tp, w_.ep, w_.batch, w_.recompute, k}] : nullptr;
+      slot = stage_works(s_, w_, k, layers);
+    }
+    return *slot;
+  }
+
+ private:
+  const ModelSpec& s_;
+  TrainingWorkload w_;
+  std::array<std::optional<std::vector<StageWork>>, 2> cache_;
+  std::optional<std::vector<Communication>> comms_;
+  LayerWorkCache* shared_;
+};
+
+// The layout on one device's offering: time (the step-time model, step_time.h, or the model FLOPs at a stated
+// --mfu) and cost in whole instances; none when the screen says it cannot fit or the offering cannot host it.
+inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const TrainingPlanRequest& req,
+                                                     LayoutStages& stages, const TrainingLayout& L, double screen_bytes,
+                                                     const LayoutWork& k, const DeviceChoice& ch, double model_flops) {
+  if (screen_bytes > ch.usable) return std::nullopt;
+  const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
+  if (L.tp > node) return std::nullopt;
+  if (L.gpus > node && node < 4) return std::nullopt;  // beyond one instance: multi-GPU instances (4+) only
+  TrainingCandidate c;
+  c.device = ch.device;
+  c.offering = ch.offering;
+  c.layout = L;
+  c.screen_bytes = screen_bytes;
+  if (req.mfu) {
+    c.time = Seconds(model_flops / (double(L.gpus) * ch.peak * *req.mfu));
+    c.compute_seconds = c.time.in(unit::seconds);
+  } else {
+    const TrainingWorkload& w = stages.workload();
+    CommSeconds comms;  // the layout's traffic (device-independent) over this offering's links
+    for (const auto& x : stages.comms(k.local_params)) {
+      const Link link = link_between(*ch.device, group_spans_nodes(x, w, node), req.network);
+      comms.add(x.kind, x.bytes_per_gpu.in(unit::bytes) / link.bandwidth.in(unit::bytes_per_s));
+    }
+    StepInputs in;
+    in.model = &s;
+    in.workload = &w;
+    in.device = ch.device;
+    in.trainable_on_gpu = k.local_params;
+    in.param_tensors = k.param_tensors;
+    in.host_optimizer_seconds =
+        L.offload != Offload::none ? k.local_params / double(L.zero >= 1 ? L.dp() : 1) * offload_seconds_per_param : 0.0;
+    in.comms = comms;
+    TimeOptions o;
+    o.network = req.network;
+    const Kernels kernels = resolve_kernels(o.kernels, w, *ch.device);
+    const StepTime st = time_step(stages.get(kernels), in, o, kernels);
+    c.compute_seconds = k.steps * (st.compute + st.optimizer);
+    c.bubble_seconds = k.steps * st.bubble;
+    c.exposed_comm_seconds = k.steps * (st.tensor_comm + st.expert_comm + st.context_comm + st.data_comm + st.host_optimizer);
+    c.time = Seconds(k.steps * st.total);
+  }
+  c.mfu = model_flops / (c.time.in(unit::seconds) * double(L.gpus) * ch.peak);
+  c.instances = (L.gpus + node - 1) / node;
+  c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
+  c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);
+  return c;
 }
 
 // Verification: the full estimator, best first, until `top` setups fit with the headroom; one per (device, GPU
@@ -414,10 +460,11 @@ inline std::vector<std::string> training_plan_assumptions(const TrainingPlanRequ
                "optimizer offload to CPU; the cheapest offering per instance size");
   as.push_back("global batch " + std::to_string(std::llround(req.global_batch_tokens)) +
                " tokens per step: micro-batches per step = global batch / (micro-batch × seq × dp)");
-  as.push_back("time: hardware FLOPs (recomputation included) at the device's default MFU, plus the pipeline bubble "
-               "(pp − 1)/m, plus tensor-parallel all-reduces (not overlapped), data-parallel collectives beyond "
-               "2/3 of the step's compute and the host optimizer step under offload (4.1 ns per parameter of the "
-               "GPU's shard, measured with FSDP2 CPU offload); the micro-batch size does not change the MFU");
+  as.push_back(req.mfu ? "time: the model FLOPs at the stated --mfu"
+                       : "time: the step-time model (step_time.h): matmuls, attention and memory-bound kernels at "
+                         "calibrated shares of each device's sustained rates, the pipeline bubble (1F1B), tensor-parallel "
+                         "collectives (not overlapped), data-parallel collectives beyond the compute they overlap and the "
+                         "host optimizer step under offload; the implied MFU is shown per row");
   as.push_back("memory: every reported figure is the full per-GPU estimate (pytorch profile); a closed-form screen "
                "only pre-selects, and candidates over the headroom are dropped (" + std::to_string(plan.rejected) +
                " here)");
@@ -442,14 +489,10 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   detail::validate(req);
   const std::vector<detail::DeviceChoice> choices = detail::device_choices(req, cat);
   TrainingPlan plan;
-  std::array<double, 3> hw_flops{};
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-    const TrainingFlops f = training_flops(s, req.tokens, req.base.seq, r);
-    hw_flops[static_cast<int>(r)] = f.hardware.in(unit::flop);
-    plan.model_flops = f.model;
-  }
+  plan.model_flops = training_flops(s, req.tokens, req.base.seq, Recompute::none).model;
   const TrainingMemoryScreen screen(s, req.base);
   const detail::ModelTotals totals(s);
+  detail::LayerWorkCache layer_work;
 
   // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
   // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
@@ -462,10 +505,11 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   detail::for_each_layout(s, req, [&](const TrainingLayout& L, double per_step) {
     const double bytes = screen.lower_bound(L);
     ++plan.layouts;
-    const detail::LayoutWork work = detail::layout_work(s, totals, req, L, per_step);
+    const detail::LayoutWork work = detail::layout_work(totals, req, L, per_step);
+    detail::LayoutStages stages(s, detail::layout_workload(req.base, L), &layer_work);
     for (const auto& ch : choices) {
       ++plan.evaluated;
-      auto c = detail::price_layout(L, bytes, work, ch, hw_flops[static_cast<int>(L.recompute)]);
+      auto c = detail::price_layout(s, req, stages, L, bytes, work, ch, plan.model_flops.in(unit::flop));
       if (!c || (req.deadline && c->time > *req.deadline) || (req.budget && c->cost > *req.budget)) continue;
       ++plan.candidates;
       if (heap.size() < keep) heap.push(std::move(*c));

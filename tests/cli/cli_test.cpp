@@ -91,6 +91,12 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"train", "--model", "llama-3.1-8b", "--gpus", "4", "--pp", "4", "--vpp", "2", "--grad-accum", "6"}, ExitCode::usage, "multiple of --pp"},
       {{"train", "--model", "llama-3.1-8b", "--gpus", "2", "--cp", "2", "--attention", "eager"}, ExitCode::usage, "--cp"},
       {{"train", "--model", "llama-3.1-8b", "--tp", "0"}, ExitCode::usage, "--tp"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "4", "--pp", "4", "--pp-schedule", "fast"}, ExitCode::usage, "pipeline schedule"},
+      {{"train", "--model", "llama-3.1-8b", "--pp-schedule", "dualpipe"}, ExitCode::usage, "--pp-schedule needs --pp"},
+      {{"train", "--model", "llama-3.1-8b", "--kernels", "turbo"}, ExitCode::usage, "kernels"},
+      {{"train", "--model", "llama-3.1-8b", "--pp-first-layers", "3"}, ExitCode::usage, "--pp of 2"},
+      {{"train", "--model", "llama-3.1-8b", "--gpus", "4", "--pp", "4", "--pp-first-layers", "7", "--pp-last-layers", "6"}, ExitCode::usage, "middle stages"},
+      {{"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mfu", "1.5"}, ExitCode::usage, "--mfu"},
       {{"plan"}, ExitCode::usage, ""},
       {{"plan", "train", "--model", "llama-3.1-8b", "--objective", "fast"}, ExitCode::usage, "objective"},
       {{"plan", "train", "--model", "llama-3.1-8b", "--headroom", "120%"}, ExitCode::usage, "percentage"},
@@ -283,7 +289,8 @@ TEST_CASE("cli: check evaluates scenarios and their limits", "[cli][check]") {
   CHECK(j["scenarios"][0]["status"] == "pass");   // 8B fused + recompute: ~61 GiB on an 80 GB H100
   CHECK(j["scenarios"][1]["status"] == "fail");   // 70B bf16 weights alone are 131 GiB
   CHECK(j["scenarios"][1]["fits"] == false);
-  // 1B on 100B tokens: 6·N·D ≈ 7.6e20 FLOPs → ~67 H100-hours at 40 % MFU → ~$170, well inside both limits.
+  // 1B on 100B tokens at 8 × 2048 tokens per GPU and step: 6·N·D ≈ 7.6e20 FLOPs, ~4 days on 8 H100 → ~$1,900,
+  // inside both limits (at one sequence per GPU the optimizer step would outweigh the compute: 7+ days).
   CHECK(j["scenarios"][2]["status"] == "pass");
   const auto q = run_cli({"train", "--model", "llama-3.1-70b", "--gpu", "h100", "--require-fit", "--quiet"});
   CHECK(q.code == ExitCode::limit);
@@ -418,4 +425,27 @@ TEST_CASE("cli: --model that is neither a preset, a path nor a Hub id org/name[@
     CHECK(r.code == ExitCode::usage);
     CHECK_THAT(r.err, Catch::Contains("unknown model"));
   }
+}
+
+TEST_CASE("cli: train time is the step-time model's, or the model FLOPs at a stated --mfu", "[cli][time]") {
+  const auto r = gpuplan::test::run_cli({"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                         "--zero", "3", "--batch", "2", "--seq", "4096", "--tokens", "1B", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto t = nlohmann::json::parse(r.out)["time"];
+  CHECK(t["mfu_basis"] == "implied by the step-time model");
+  CHECK(t["step"]["matmul_seconds"].get<double>() > 0);
+  CHECK(t["seconds"].get<double>() == Approx(t["step_seconds"].get<double>() * t["steps"].get<double>()));
+  CHECK(t["tokens_per_second_per_gpu"].get<double>() ==
+        Approx(2.0 * 4096 * 8 / t["step_seconds"].get<double>() / 8));
+  CHECK(t["mfu"].get<double>() > 0.2);
+  CHECK(t["mfu"].get<double>() < 0.7);
+  // --mfu 0.4: seconds = model FLOPs / (8 GPUs · 989.4 TFLOP/s · 0.4), no breakdown.
+  const auto m = gpuplan::test::run_cli({"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                         "--zero", "3", "--batch", "2", "--seq", "4096", "--tokens", "1B", "--mfu", "0.4",
+                                         "--format", "json"});
+  REQUIRE(m.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(m.out);
+  CHECK(j["time"]["seconds"].get<double>() == Approx(j["compute"]["flops"].get<double>() / (8 * 989.4e12 * 0.4)));
+  CHECK(j["time"]["mfu"].get<double>() == Approx(0.4));
+  CHECK(j["time"]["step"].is_null());
 }

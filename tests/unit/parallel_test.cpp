@@ -127,13 +127,14 @@ TEST_CASE("pipeline: in-flight micro-batches and bubble (Narayanan et al. 2021)"
   CHECK(pipeline_bubble(w) == Approx(3.0 / 8));
   w.vpp = 2;
   CHECK(pipeline_bubble(w) == Approx(3.0 / 16));
-  // Uneven split: 80 layers over 3 stages → 27 on the first, 26 in the middle, 27 on the last.
+  // Uneven split: 80 layers over 3 stages → 27 on the first (ceil), an even share of the other 53 on the last (26),
+  // the middle stage the remaining 27.
   w.pp = 3;
   w.vpp = 1;
   const auto st = pipeline_stages(80, w);
   CHECK(st[0].layers == 27);
-  CHECK(st[1].first_layer == 53);
-  CHECK(st[1].layers == 27);
+  CHECK(st[1].first_layer == 54);
+  CHECK(st[1].layers == 26);
 }
 
 TEST_CASE("model_parallel_communication: bytes per GPU per step", "[parallel]") {

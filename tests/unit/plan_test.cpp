@@ -62,10 +62,11 @@ TEST_CASE("plan_training: time and cost arithmetic on a one-offering catalog", "
   REQUIRE(!plan.best.empty());
   CHECK(plan.evaluated == plan.layouts);  // one offering: one configuration per layout
   for (const auto& c : plan.best) {
-    // Compute time: hardware FLOPs / (GPUs × 989 TFLOP/s × 40 % MFU).
-    const double hw = training_flops(s, req.tokens, 4096, c.layout.recompute).hardware.in(unit::flop);
-    CHECK(c.compute_seconds == Approx(hw / (double(c.layout.gpus) * 989.4e12 * 0.40)).epsilon(1e-3));
+    // The step-time model's parts add up; the MFU it implies is the model FLOPs over the time.
     CHECK(c.time.in(unit::seconds) == Approx(c.compute_seconds + c.bubble_seconds + c.exposed_comm_seconds));
+    CHECK(c.mfu == Approx(plan.model_flops.in(unit::flop) / (c.time.in(unit::seconds) * double(c.layout.gpus) * 989.4e12)));
+    CHECK(c.mfu > 0.2);
+    CHECK(c.mfu < 0.7);
     // Whole 8-GPU instances at $2 per GPU-hour for the wall time.
     CHECK(c.instances == (c.layout.gpus + 7) / 8);
     CHECK(c.cost.in(unit::usd) == Approx(double(c.instances * 8) * 2.0 * c.time.in(unit::seconds) / 3600));
@@ -74,6 +75,11 @@ TEST_CASE("plan_training: time and cost arithmetic on a one-offering catalog", "
     CHECK(b(c.memory) == b(estimate_training_memory(s, as_workload(req.base, c.layout)).memory.total));
   }
   for (std::size_t i = 1; i < plan.best.size(); ++i) CHECK(plan.best[i - 1].cost <= plan.best[i].cost);
+  // A stated MFU replaces the model: model FLOPs / (GPUs × 989.4 TFLOP/s × 0.4).
+  req.mfu = 0.4;
+  for (const auto& c : plan_training(s, req, cat).best)
+    CHECK(c.time.in(unit::seconds) ==
+          Approx(plan.model_flops.in(unit::flop) / (double(c.layout.gpus) * 989.4e12 * 0.4)).epsilon(1e-9));
 }
 
 TEST_CASE("plan_training: constraints are honoured", "[plan]") {
@@ -215,13 +221,14 @@ TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[
   REQUIRE(choices.size() == 1);
   const detail::ModelTotals totals(s);
   TrainingLayout L{8, 2, 1, 1, 1, 8, 1, Recompute::none, Offload::none};
-  const auto work = detail::layout_work(s, totals, req, L, 8.0 * 2048 * 4);
-  CHECK(detail::price_layout(L, choices[0].usable * 1.01, work, choices[0], 1e20) == std::nullopt);  // does not fit
-  const auto c = detail::price_layout(L, choices[0].usable * 0.5, work, choices[0], 1e20);
+  const auto work = detail::layout_work(totals, req, L, 8.0 * 2048 * 4);
+  detail::LayoutStages stages(s, detail::layout_workload(req.base, L));
+  CHECK(detail::price_layout(s, req, stages, L, choices[0].usable * 1.01, work, choices[0], 1e20) == std::nullopt);  // does not fit
+  const auto c = detail::price_layout(s, req, stages, L, choices[0].usable * 0.5, work, choices[0], 1e20);
   REQUIRE(c);
   CHECK(c->time.in(unit::seconds) > 0);
   CHECK(c->cost.in(unit::usd) == Approx(double(c->instances * choices[0].offering->count) *
                                          choices[0].per_gpu_hour * c->time.in(unit::seconds) / 3600));
   L.tp = 16;  // tensor parallelism beyond one instance's GPUs
-  CHECK(detail::price_layout(L, 0, work, choices[0], 1e20) == std::nullopt);
+  CHECK(detail::price_layout(s, req, stages, L, 0, work, choices[0], 1e20) == std::nullopt);
 }

@@ -151,9 +151,6 @@ inline TrainingEstimate most_loaded_stage(const ModelSpec& s, const TrainingWork
   if (w.vpp > 1 && w.grad_accum % w.pp != 0)
     throw InputError("the interleaved schedule (--vpp) needs --grad-accum (micro-batches per step) to be a multiple of "
                      "--pp (Megatron-LM)");
-  if (w.vpp > 1 && s.layers % (w.pp * w.vpp) != 0)
-    throw InputError("the interleaved schedule needs the model's " + std::to_string(s.layers) +
-                     " layers to be a multiple of pp × vpp (" + std::to_string(w.pp * w.vpp) + ")");
   std::optional<TrainingEstimate> best;
   for (const auto& st : pipeline_stages(s.layers, w)) {
     TrainingEstimate e = estimate_stage(s, w, st, replay);

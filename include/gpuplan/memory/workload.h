@@ -72,6 +72,9 @@ struct TrainingWorkload {
   // the data-parallel ranks).
   std::int64_t tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
   bool sp = false;
+  // Layers on the first and last pipeline stage (Megatron --decoder-first/last-pipeline-num-layers; 0 = Megatron's
+  // default: ceil(L/pp) on the first, the rest spread evenly); the middle stages share what is left evenly.
+  std::int64_t pp_first_layers = 0, pp_last_layers = 0;
   std::int64_t dp() const { return gpus / (tp * pp * cp); }
   Offload offload_optimizer = Offload::none;  // ZeRO-Offload / ZeRO-Infinity: moments + master weights off the GPU
   Offload offload_params = Offload::none;     // ZeRO-3 parameter offload
@@ -94,6 +97,10 @@ inline void validate(const TrainingWorkload& w) {
                      std::to_string(w.dp()) + "): experts are spread over data-parallel ranks");
   if (w.sp && w.tp == 1) throw InputError("--sp (sequence parallelism) needs --tp > 1");
   if (w.vpp > 1 && w.pp == 1) throw InputError("--vpp needs --pp > 1");
+  if ((w.pp_first_layers != 0 || w.pp_last_layers != 0) && w.pp < 2)
+    throw InputError("--pp-first-layers and --pp-last-layers need --pp of 2 or more");
+  if (w.pp_first_layers < 0 || w.pp_last_layers < 0 || w.pp_first_layers > 100000 || w.pp_last_layers > 100000)
+    throw InputError("--pp-first-layers and --pp-last-layers must be between 1 and 100,000");
   if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
   if (w.offload_params != Offload::none && w.zero != 3)
     throw InputError("--offload-params needs --zero 3 (parameters are offloaded from their shards)");

@@ -1,0 +1,557 @@
+// Time of one training step from what each GPU executes: the matmuls at the tensor-core rate (a roofline per
+// weight matrix), attention kernels, the memory-bound work (norms, activations, rotary, residuals, the loss over
+// the vocabulary, the optimizer step), the host's per-kernel launch cost where it exceeds the GPU's work, and on
+// top the pipeline bubble and the communication that does not hide behind compute. The model FLOPs utilisation is
+// an output of this model, not an input (unless the user states one with --mfu).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compute.h"
+#include "hardware.h"
+#include "memory/activations.h"
+#include "memory/workload.h"
+#include "model.h"
+#include "parallel.h"
+
+namespace gpuplan {
+
+// ---------------------------------------------------------------------------------------------------------------
+// Kernel rates: the share of a device's peaks each kind of kernel reaches. Calibrated on the measured single-GPU
+// steps (tests/data/calibration, H100/H200) and the published runs (tests/data/time/published_runs.jsonl); the
+// derivation is in docs/time-accuracy.md.
+struct KernelRates {
+  // 16-bit matmuls in training, as a share of the device's sustained matmul rate (the catalog's matmul_efficiency:
+  // H100/H200 measured at 68 % of the dense peak once clocks settle at the 700 W limit; A100 SXM 86.9 % in the
+  // MAMF table). Training GEMMs run at the shapes the model gives them, back to back with other kernels.
+  double gemm16 = 0.84;
+  // A device without a measured rate: 0.75 of the dense peak (between the sustained H100 and the A100 figures).
+  double default_matmul_efficiency = 0.75;
+  // FP8 matmuls (Transformer Engine, DeepGEMM): per unit of peak, 0.905 of the 16-bit share — measured sustained on
+  // H100/H200: 1210–1235 of 1979 TFLOP/s fp8 against 667–678 of 989 bf16 (tests/data/time/gemm_sustained.jsonl).
+  double fp8_vs_16bit = 0.905;
+  // fp32 matmuls without TF32 (PyTorch's default, allow_tf32 = False): CUDA-core SGEMM.
+  double gemm32 = 0.75;
+  // Flash attention forward + backward, share of the 16-bit dense peak: FlashAttention-2 reaches ~35 % on H100,
+  // FlashAttention-3 up to 75 % (Shah et al. 2024, §1); 0.40 for the mix of kernels frameworks pick.
+  double attention = 0.40;
+  // Memory-bound kernels, share of the memory bandwidth: a device-to-device copy reaches ~90 % (3.0 of 3.35 TB/s
+  // on H100, 4.3 of 4.8 TB/s on H200); elementwise kernels with several inputs and reductions less.
+  double memory = 0.70;
+  // Host cost of one eager PyTorch operator with autograd (Python, dispatcher, launch): the GPU idles when its
+  // kernels finish sooner than the host issues them.
+  double host_op_seconds = 8e-6;
+  // A host-device synchronisation (HF's MoE loop calls nonzero/where per expert): the queue drains.
+  double host_sync_seconds = 20e-6;
+};
+
+// How the framework runs the model: eager is HF transformers' unfused PyTorch modules (the stack the memory model
+// is calibrated on); fused is Megatron-LM / Transformer Engine / llm-foundry style (fused norms, rotary, SwiGLU,
+// cross-entropy and optimizer, grouped expert GEMMs).
+enum class Kernels { auto_, eager, fused };
+inline constexpr std::array<Spelling<Kernels>, 3> kernels_names{
+    {{Kernels::auto_, "auto"}, {Kernels::eager, "eager"}, {Kernels::fused, "fused"}}};
+
+// auto: model parallelism (tp, pp, cp, ep) is only done by Megatron-class frameworks, which fuse; TPUs run XLA,
+// which fuses; everything else is the HF stack.
+inline Kernels resolve_kernels(Kernels k, const TrainingWorkload& w, const Device& d) {
+  if (k != Kernels::auto_) return k;
+  if (w.tp > 1 || w.pp > 1 || w.cp > 1 || w.ep > 1 || d.id.rfind("tpu", 0) == 0) return Kernels::fused;
+  return Kernels::eager;
+}
+
+// How the pipeline orders its micro-batches (--pp-schedule).
+enum class PipelineSchedule { one_f_one_b, interleaved, zero_bubble, dualpipe };
+inline constexpr std::array<Spelling<PipelineSchedule>, 4> schedule_names{{{PipelineSchedule::one_f_one_b, "1f1b"},
+                                                                          {PipelineSchedule::interleaved, "interleaved"},
+                                                                          {PipelineSchedule::zero_bubble, "zero-bubble"},
+                                                                          {PipelineSchedule::dualpipe, "dualpipe"}}};
+
+struct TimeOptions {
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  Kernels kernels = Kernels::auto_;
+  bool tp_overlap = false;  // TP communication overlapped with the GEMMs (Megatron --tp-comm-overlap, TE userbuffers)
+  bool ep_overlap = false;  // expert all-to-all overlapped with compute (DualPipe implies it)
+  std::optional<ByteRate> network;  // per GPU between nodes
+  std::int64_t gpus_per_node = 8;
+  KernelRates rates;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Work of one micro-batch on one GPU of one pipeline stage.
+
+// What one pass of a micro-batch executes on one GPU, whatever the device: FLOPs by the rate they run at, the bytes
+// the memory-bound kernels and the matmuls move, and the operators the host issues.
+struct PassWork {
+  double gemm_flops = 0;       // matmuls at the tensor rate of the precision's format
+  double gemm32_flops = 0;     // fp32 matmuls (PEFT's adapters outside autocast)
+  double gemm_bytes = 0;       // what the matmuls read and write (weights, inputs, outputs)
+  double attention_flops = 0;  // flash-attention kernels
+  double memory_bytes = 0;     // memory-bound kernels
+  double host_ops = 0;         // eager operators
+};
+
+struct MicrobatchWork {
+  PassWork forward, backward;  // backward includes the recomputed forward
+  double loop_ops = 0;         // HF MoE routing: operators whose host time does not overlap the GPU's
+  double matmul_flops = 0;     // hardware FLOPs (recomputation included), for HFU
+  double attention_flops = 0;
+};
+
+inline void add_scaled(PassWork& a, const PassWork& b, double n) {
+  a.gemm_flops += n * b.gemm_flops;
+  a.gemm32_flops += n * b.gemm32_flops;
+  a.gemm_bytes += n * b.gemm_bytes;
+  a.attention_flops += n * b.attention_flops;
+  a.memory_bytes += n * b.memory_bytes;
+  a.host_ops += n * b.host_ops;
+}
+
+inline void add_scaled(MicrobatchWork& a, const MicrobatchWork& b, double n) {
+  add_scaled(a.forward, b.forward, n);
+  add_scaled(a.backward, b.backward, n);
+  a.loop_ops += n * b.loop_ops;
+  a.matmul_flops += n * b.matmul_flops;
+  a.attention_flops += n * b.attention_flops;
+}
+
+// One decoder layer of each kind (model.h layer_kind) at one rank's widths and micro-batch: stages of a layout, and
+// layouts that share tp, ep, micro-batch, recomputation and kernels, reuse it.
+using LayerKindWork = std::array<std::optional<MicrobatchWork>, 4>;
+
+// A device's rates for a precision: FLOP/s per kind of kernel, bytes/s for memory-bound work, seconds per operator.
+struct DeviceRates {
+  double gemm = 0, gemm32 = 0, attention = 0, bytes = 0, host_op = 0;
+};
+
+inline DeviceRates device_rates(const Device& d, Precision p, const KernelRates& k) {
+  const ComputeFormat f = compute_format(p);
+  const double peak16 = peak_for(d, ComputeFormat::bf16).value_or(0);
+  const double fp32 = peak_for(d, ComputeFormat::fp32).value_or(peak16 / 16) * k.gemm32;
+  const double share16 = k.gemm16 * d.matmul_efficiency.value_or(k.default_matmul_efficiency);
+  DeviceRates r;
+  r.gemm = f == ComputeFormat::fp32 ? fp32
+           : f == ComputeFormat::fp8 ? peak_for(d, f).value_or(peak16) * share16 * k.fp8_vs_16bit
+                                     : peak16 * share16;
+  r.gemm32 = fp32;
+  r.attention = peak16 * k.attention;
+  r.bytes = d.memory_bandwidth.in(unit::bytes_per_s) * k.memory;
+  r.host_op = k.host_op_seconds;
+  return r;
+}
+
+struct PassTime {
+  double gemm = 0, attention = 0, memory = 0, host = 0;
+  double gpu() const { return gemm + attention + memory; }
+  double wall() const { return std::max(gpu(), host); }  // the host issues ahead while the GPU is busier
+};
+
+// A matmul's roofline as a sum: its FLOPs at the tensor rate plus the bytes it moves at the memory rate, so that
+// small matmuls pay for their traffic.
+inline PassTime pass_time(const PassWork& p, const DeviceRates& r) {
+  auto at = [](double work, double rate) { return work > 0 ? work / rate : 0.0; };  // no work takes no time
+  PassTime t;
+  t.gemm = at(p.gemm_flops, r.gemm) + at(p.gemm32_flops, r.gemm32) + at(p.gemm_bytes, r.bytes);
+  t.attention = at(p.attention_flops, r.attention);
+  t.memory = at(p.memory_bytes, r.bytes);
+  t.host = p.host_ops * r.host_op;
+  return t;
+}
+
+namespace detail {
+
+// Bytes per token the eager and fused stacks move in memory-bound kernels of one decoder layer's forward (the
+// backward moves about twice as much: it reads the saved inputs and the incoming gradient and writes one).
+// Eager counts HF modules' PyTorch ops: RMSNorm in fp32 (to-fp32, pow, mean, mul, to-dtype, weight: ≈ 36 bytes
+// per element whatever the dtype), LayerNorm one fused kernel (read + write), residual adds (2 reads, 1 write),
+// rotary on q and k (mul cos, rotate_half's slices/neg/cat, mul sin, add: ~10 passes), the attention output
+// transposed to contiguous (2 passes), SwiGLU's act(gate)·up (5 passes) or GELU (2 passes), dropout (3 passes per
+// site). Fused: one kernel per norm with its residual add, fused rotary, fused SwiGLU/bias-GELU.
+inline double layer_forward_bytes(const ModelSpec& s, bool fused, double c, double hidden_split,
+                                  std::int64_t layer, bool moe) {
+  const double h = double(s.hidden) / hidden_split;  // hidden-width tensors (÷tp under sequence parallelism)
+  const double q = double(s.q_dim()), kv = double(s.kv_dim());
+  const double ffn = moe ? double(s.moe.intermediate) * double(s.moe.experts_per_token) +
+                               double(s.moe.shared_intermediate) * double(s.moe.shared_experts)
+                         : double(s.intermediate);
+  const double norms = double(s.norms_per_layer);
+  const bool linear_attn = s.is_linear_layer(layer);
+  const double rot = linear_attn ? 0.0 : (q + kv) * s.partial_rotary;
+  const double gated = s.mlp == MlpKind::gated ? 1.0 : 0.0;
+  // GPT-2's gelu_new is written out in PyTorch ops (pow, mul, add, tanh, ...: ~20 passes); other activations are
+  // one kernel (2 passes).
+  const double act = !fused && s.activation == "gelu_new" ? 20.0 : 2.0;
+  if (fused)
+    return norms * 3 * c * h            // norm + residual add in one kernel: read x and residual, write
+           + 2 * c * rot                // fused rotary
+           + (2 + gated) * c * ffn;     // fused act(gate)·up or bias-GELU
+  const double per_norm = s.norm == NormKind::rms ? 36.0 : 2 * c;
+  double b = norms * per_norm * h + 2 * 3 * c * h  // norms, two residual adds
+             + 10 * c * rot + 2 * c * q            // rotary, attention output to contiguous
+             + (act + 3 * gated) * c * ffn;        // activation (and the gate product)
+  if (s.dropout > 0) b += 3 * 3 * c * h;           // attention-probability dropout is inside the kernel
+  if (moe) b += 6 * c * h * double(s.moe.experts_per_token);  // gather tokens, scale, index_add per expert
+  return b;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+struct WorkContext {  // what every part of a micro-batch's work needs to know
+  const ModelSpec& r;
+  const TrainingWorkload& w;
+  double tokens, c, weight_bytes, recompute_fwd;
+  bool full_ft, autocast, fused;
+};
+
+// One weight matrix (count copies) over `rows` rows: forward, the input gradient, the weight gradient if trained.
+inline void add_matmul(MicrobatchWork& m, const WorkContext& x, double rows, double out, double in, double count,
+                       bool trainable) {
+  const double flops = count * 2.0 * rows * out * in;
+  const double bytes = count * (x.weight_bytes * out * in + x.c * rows * (out + in));
+  const double backward = 1.0 + x.recompute_fwd + (trainable ? 1.0 : 0.0);
+  m.forward.gemm_flops += flops;
+  m.forward.gemm_bytes += bytes;
+  m.backward.gemm_flops += flops * backward;
+  m.backward.gemm_bytes += bytes * backward;
+  m.matmul_flops += flops * (1.0 + backward);
+}
+
+// PEFT's adapter on a targeted linear: x → dropout → A (in→r) → B (r→out) → ×scale → added to the base output.
+// PEFT keeps adapters in fp32: outside autocast x is cast up and the matmuls run at the fp32 rate.
+inline void add_lora(MicrobatchWork& m, const WorkContext& x, double n, double rows, double out, double in) {
+  const double rank = double(x.w.lora.rank);
+  const double flops = 2.0 * n * rows * rank * (in + out);
+  const double bytes = 4.0 * n * (rank * (in + out) + rows * (in + 2 * rank + out));
+  const double casts = x.autocast ? 0.0 : n * rows * (in * (x.c + 4) + out * (3 * 4 + x.c));  // x up, the sum down
+  double& fwd = x.autocast ? m.forward.gemm_flops : m.forward.gemm32_flops;
+  double& bwd = x.autocast ? m.backward.gemm_flops : m.backward.gemm32_flops;
+  fwd += flops;
+  bwd += flops * (2.0 + x.recompute_fwd);
+  m.forward.gemm_bytes += bytes;
+  m.backward.gemm_bytes += bytes * (2.0 + x.recompute_fwd);
+  m.forward.memory_bytes += casts;
+  m.backward.memory_bytes += casts * (2.0 + x.recompute_fwd);
+  m.matmul_flops += flops * (3.0 + x.recompute_fwd);
+  m.forward.host_ops += n * 6;  // dropout, cast, A, B, scale, add
+  m.backward.host_ops += n * 8;
+}
+
+// `n` decoder layers of the kind of layer `l`: their matmuls, memory-bound kernels and host operators.
+inline void add_layers(MicrobatchWork& m, const WorkContext& x, std::int64_t l, double n, double local_experts) {
+  const ModelSpec& r = x.r;
+  const bool moe = r.is_moe_layer(l);
+  for (const ParamGroup& g : layer_params(r, l)) {
+    if (!g.linear) continue;
+    double rows = x.tokens, count = double(g.count);
+    if (g.expert) {  // the GPU's experts each see ep·tokens·k/E rows (balanced routing)
+      count = local_experts;
+      rows = r.moe.dense_routing ? x.tokens * double(x.w.ep)
+                                 : x.tokens * double(r.moe.experts_per_token) * double(x.w.ep) / double(r.moe.experts);
+    }
+    add_matmul(m, x, rows, double(g.out), double(g.in), n * count, x.full_ft);
+    if (!x.full_ft && !g.expert && lora_targets_module(x.w.lora, g.module))
+      add_lora(m, x, n, rows, double(g.out), double(g.in));
+  }
+  const double hidden_split = x.w.sp ? double(x.w.tp) : 1.0;
+  const double fwd_bytes = n * x.tokens * layer_forward_bytes(r, x.fused, x.c, hidden_split, l, moe);
+  m.forward.memory_bytes += fwd_bytes;
+  m.backward.memory_bytes += (2.0 + x.recompute_fwd) * fwd_bytes;
+  // HF eager: ~45 operators forward, ~60 backward per dense layer (norms, projections, rotary, attention, MLP).
+  m.forward.host_ops += n * (45 + 4 * (r.norms_per_layer - 2));
+  m.backward.host_ops += n * (60 + 5 * (r.norms_per_layer - 2));
+  if (moe && !x.fused && !r.moe.dense_routing)
+    // HF's MoE blocks route in eager PyTorch: router, top-k, one-hot masks and the per-expert dispatch are hundreds
+    // of small operators, and their data-dependent shapes (nonzero/where) make the host wait for the GPU, so host
+    // and GPU time add. Operator counts fitted to the measured MoE steps (tests/data/calibration: Mixtral,
+    // Qwen2-MoE, DeepSeek-V3, gpt-oss, Granite-MoE, Qwen3-Next, GLM-4.5-Air shapes, 8–512 experts): ~250 per
+    // layer and ~3.5 per local expert, forward and backward together.
+    m.loop_ops += n * (250.0 + 3.5 * local_experts) * (1.0 + x.recompute_fwd / 2.0);
+}
+
+// The attention core, softmax(QKᵀ)V, of the full-attention and sliding-window layers.
+inline void add_attention(MicrobatchWork& m, const WorkContext& x) {
+  const ModelSpec& r = x.r;
+  const TrainingWorkload& w = x.w;
+  const double layers = double(r.layers) - double(std::count(r.linear_layers.begin(), r.linear_layers.end(), true));
+  if (layers <= 0) return;
+  double sliding = 0;
+  for (std::int64_t l = 0; l < r.layers; ++l) sliding += r.is_sliding_layer(l) ? 1 : 0;
+  const double dqk = r.mla_enabled ? double(r.mla.qk_nope_head_dim + r.mla.qk_rope_head_dim) : double(r.head_dim);
+  const double dv = r.mla_enabled ? double(r.mla.v_head_dim) : double(r.head_dim);
+  // Keys a query sees on average: half the sequence (causal), or the window. Context parallelism splits the
+  // queries; each GPU still attends over the whole sequence's keys (load-balanced ring: half on average).
+  const double full_span = double(w.seq) / 2.0;
+  const double win_span = r.sliding_window > 0 ? std::min(full_span, double(r.sliding_window)) : full_span;
+  const double span = ((layers - sliding) * full_span + sliding * win_span) / layers;
+  const double heads = double(r.heads);
+  const double fwd = layers * 2.0 * x.tokens * span * heads * (dqk + dv);
+  const AttentionKernel kernel = sdpa_backend(r, w.attention, x.c);
+  if (kernel == AttentionKernel::eager || kernel == AttentionKernel::math) {
+    // Eager / math attention computes the full square (masked after) and moves the score matrix: QKᵀ written,
+    // scale/mask, softmax (fp32), read by P·V; backward about twice (Gemma 2's soft-cap and dropout: more passes).
+    const double full = 2.0 * fwd;
+    const double elems = layers * x.tokens * heads * double(w.seq);
+    const double passes = 8.0 + (r.attn_logit_softcap > 0 ? 4.0 : 0.0) + (r.dropout > 0 ? 3.0 : 0.0);
+    m.forward.gemm_flops += full;
+    m.backward.gemm_flops += 2.0 * full * (1.0 + x.recompute_fwd / 2.0);
+    m.forward.memory_bytes += elems * passes * x.c;
+    m.backward.memory_bytes += elems * passes * x.c * (2.0 + x.recompute_fwd);
+    m.attention_flops += full * (3.0 + x.recompute_fwd);
+    m.forward.host_ops += layers * 6;
+    m.backward.host_ops += layers * 8;
+  } else {
+    // Flash attention: backward recomputes the scores: 2.5× the forward's FLOPs (FlashAttention-2, §3.1.2).
+    m.forward.attention_flops += fwd;
+    m.backward.attention_flops += (2.5 + x.recompute_fwd) * fwd;
+    m.attention_flops += (3.5 + x.recompute_fwd) * fwd;
+  }
+}
+
+// The output layer and the loss over the vocabulary.
+inline void add_head(MicrobatchWork& m, const WorkContext& x) {
+  const double V = double(x.r.vocab), H = double(x.r.hidden);
+  add_matmul(m, x, x.tokens, V, H, 1, x.full_ft);  // lm_head (tied or not: it multiplies either way)
+  // Eager cross-entropy: logits to fp32, log-softmax, NLL; backward softmax − one-hot, back to the logits' dtype:
+  // ≈ 24 + 2c bytes per logit (Gemma 2's final soft-cap: tanh and scales, 24 more). Fused (Megatron's
+  // vocab-parallel or a fused CE kernel): read the logits twice, write the gradient: 4c.
+  const double per_logit = x.fused ? 4 * x.c : 24 + 2 * x.c + (x.r.final_logit_softcap > 0 ? 24.0 : 0.0);
+  m.forward.memory_bytes += x.tokens * V * per_logit * 0.4;
+  m.backward.memory_bytes += x.tokens * V * per_logit * 0.6;
+  m.forward.host_ops += 12;
+  m.backward.host_ops += 12;
+}
+
+}  // namespace detail
+
+// One micro-batch of `tokens` tokens (b·s/cp) through `r`, the part of the model one GPU holds (rank_model: TP-split
+// widths, the stage's layers), with or without the loss.
+inline MicrobatchWork microbatch_work(const ModelSpec& r, const TrainingWorkload& w, double tokens, bool has_head,
+                                      Kernels kernels, LayerKindWork* layers = nullptr) {
+  const PrecisionRecipe pr = recipe_of(w.precision);
+  const ComputeFormat f = compute_format(w.precision);
+  // Weight bytes a matmul reads: the stored dtype, the 16-bit copy autocast caches for the step, or fp8 copies.
+  const double wb = f == ComputeFormat::fp8 ? 1.0 : pr.autocast ? 2.0 : pr.weight;
+  const detail::WorkContext x{r, w, tokens, pr.compute, wb, w.recompute == Recompute::full ? 1.0 : 0.0,
+                              w.lora.rank == 0, pr.autocast, kernels == Kernels::fused};
+  MicrobatchWork m;
+  const double local_experts = r.moe.experts > 0 ? double(r.moe.experts) / double(w.ep) : 0.0;
+  LayerKindWork local;
+  LayerKindWork& cache = layers ? *layers : local;
+  for (const auto& [l, count] : layer_kinds(r)) {
+    auto& one = cache[static_cast<std::size_t>(layer_kind(r, l))];
+    if (!one) detail::add_layers(one.emplace(), x, l, 1.0, local_experts);
+    add_scaled(m, *one, double(count));
+  }
+  detail::add_attention(m, x);
+  m.forward.memory_bytes += tokens * double(r.hidden) * x.c * 2;  // embedding lookup (and its gradient's scatter)
+  if (has_head) detail::add_head(m, x);
+  m.forward.host_ops += 10;  // embedding, masks, positions
+  m.backward.host_ops += 10;
+  return m;
+}
+
+// Bytes the optimizer step moves per trainable parameter (on this GPU's shard). PyTorch's foreach AdamW runs ~9
+// elementwise passes over the parameter list (lerp, mul, addcmul, sqrt, div, add, addcdiv, weight decay: ≈ 22
+// tensor reads/writes); fused AdamW one pass (read p, g, m, v; write p, m, v). With fp32 master weights (mixed
+// precision), the update runs on the master copy plus a 16-bit copy back (6 bytes).
+inline double optimizer_bytes_per_param(const TrainingWorkload& w, Kernels kernels) {
+  const PrecisionRecipe pr = recipe_of(w.precision);
+  const double state = pr.master > 0 ? pr.master : pr.weight;  // the width the update runs in
+  const bool fused = kernels == Kernels::fused || w.optimizer == Optimizer::adamw_fused;
+  double passes = 0;
+  switch (w.optimizer) {
+    case Optimizer::adamw:
+    case Optimizer::adam:
+    case Optimizer::adamw_fused: passes = fused ? 7 : 22; break;
+    case Optimizer::sgd: passes = fused ? 3 : 3; break;
+    case Optimizer::sgd_momentum: passes = fused ? 5 : 8; break;
+    case Optimizer::lion: passes = fused ? 6 : 12; break;
+    case Optimizer::adafactor: passes = 30; break;  // HF Adafactor: row/column factors, RMS, several ops
+    case Optimizer::adamw_8bit: return 10.0;       // bitsandbytes fused: 2-byte p/g, 1-byte states
+  }
+  return passes * state + (pr.master > 0 ? 6.0 : 0.0);
+}
+
+// Trainable tensors the optimizer's host loop walks: every parameter tensor, or LoRA's A and B per targeted linear.
+inline double trainable_tensors(const ModelSpec& s, const LoraSpec& lora) {
+  double n = 0;
+  for (const auto& [l, count] : layer_kinds(s))
+    for (const ParamGroup& g : layer_params(s, l))
+      n += double(count) * (lora.rank == 0 ? 1.0 : (g.linear && !g.expert && detail::lora_targets_module(lora, g.module)) ? 2.0 : 0.0);
+  return lora.rank == 0 ? n + 3 : n;  // embedding, final norm, lm_head
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The step
+
+// Micro-batch slots the pipeline's slowest stage idles per step, beyond the m it computes:
+//   1F1B (p − 1); interleaved with v chunks (p − 1)/v (Narayanan et al. 2021 §2.2); zero-bubble ZB-H1 a third of
+//   1F1B's (Qi et al. 2024, backward split into input- and weight-gradient passes); DualPipe (DeepSeek-V3 §3.2.1,
+//   Table 2) (p/2 − 1)(F&B + B − 3W) = 0 with the weight-gradient pass a third of backward.
+inline double bubble_microbatches(PipelineSchedule sch, std::int64_t pp, std::int64_t vpp) {
+  if (pp <= 1) return 0;
+  const double p = double(pp);
+  switch (sch) {
+    case PipelineSchedule::one_f_one_b: return p - 1;
+    case PipelineSchedule::interleaved: return (p - 1) / double(std::max<std::int64_t>(1, vpp));
+    case PipelineSchedule::zero_bubble: return (p - 1) / (3.0 * double(std::max<std::int64_t>(1, vpp)));
+    case PipelineSchedule::dualpipe: return 0;
+  }
+  return p - 1;
+}
+
+struct StepTime {
+  // Seconds per optimizer step on the slowest pipeline stage's GPUs; total is their sum.
+  double compute = 0;         // m micro-batches: matmuls, attention, memory-bound work (host-bound where slower)
+  double matmul = 0, attention = 0, memory_bound = 0, host_bound = 0;  // compute, by what limits it
+  double tensor_comm = 0;     // tensor-parallel collectives on the critical path
+  double expert_comm = 0;     // expert-parallel all-to-all on the critical path
+  double context_comm = 0;    // ring-attention exchange beyond the attention it overlaps
+  double bubble = 0;          // pipeline fill and drain
+  double optimizer = 0;       // the optimizer step (on the GPU)
+  double data_comm = 0;       // data-parallel collectives beyond the compute they overlap
+  double host_optimizer = 0;  // the optimizer step on the host under ZeRO-Offload
+  double total = 0;
+  double hardware_flops = 0;  // per GPU per step (matmuls + attention, recomputation included)
+  std::int64_t slowest_stage = 0;
+  Kernels kernels = Kernels::eager;
+};
+
+// The stages' layer counts: Megatron puts ceil(L/pp) on the first stage unless told (--pp-first-layers,
+// --pp-last-layers: Megatron's --decoder-first/last-pipeline-num-layers), the rest evenly.
+inline std::vector<std::int64_t> stage_layer_counts(std::int64_t layers, const TrainingWorkload& w) {
+  std::vector<std::int64_t> out;
+  const auto st = pipeline_stages(layers, w);
+  for (const auto& s : st) out.push_back(s.layers);
+  if (w.pp > 2) {
+    const std::int64_t middle_total = layers - st.front().layers - st.back().layers;
+    out.insert(out.begin() + 1, (middle_total + w.pp - 3) / (w.pp - 2));  // the fullest middle stage
+  }
+  return out;
+}
+
+// One micro-batch's work on each pipeline stage worth timing (the first, the fullest middle one, the last, which
+// has the loss), whatever the device.
+struct StageWork {
+  std::int64_t stage = 0;
+  MicrobatchWork work;
+};
+
+inline std::vector<StageWork> stage_works(const ModelSpec& s, const TrainingWorkload& w, Kernels kernels,
+                                          LayerKindWork* layers = nullptr) {
+  LayerKindWork local;
+  const double tokens = double(w.batch) * std::ceil(double(w.seq) / double(w.cp));
+  const auto counts = stage_layer_counts(s.layers, w);
+  const auto ends = pipeline_stages(s.layers, w);
+  std::vector<StageWork> out;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const bool last = i + 1 == counts.size();
+    PipelineStage st = last ? ends.back() : ends.front();
+    if (i > 0 && !last) {  // a middle stage: no embedding, no head
+      st.embedding = false;
+      st.first_layer = ends.front().layers;
+    }
+    st.layers = counts[i];
+    const ModelSpec r = rank_model(s, w, st);
+    out.push_back({last ? w.pp - 1 : std::int64_t(i), microbatch_work(r, w, tokens, st.head, kernels, layers ? layers : &local)});
+  }
+  return out;
+}
+
+// Seconds per step of each kind of collective at its link's bandwidth (parallel.h), before overlap.
+struct CommSeconds {
+  double tensor = 0, expert = 0, context = 0, data = 0;
+  bool has_expert = false;
+  void add(const std::string& kind, double seconds) {
+    if (kind == "tensor") tensor += seconds;
+    else if (kind == "expert") expert += seconds, has_expert = true;
+    else if (kind == "context") context += seconds;
+    else if (kind == "data") data += seconds;
+  }
+};
+
+inline CommSeconds comm_seconds(const std::vector<Communication>& comms) {
+  CommSeconds c;
+  for (const auto& x : comms)
+    if (x.time) c.add(x.kind, x.time->in(unit::seconds));
+  return c;
+}
+
+struct StepInputs {
+  const ModelSpec* model = nullptr;
+  const TrainingWorkload* workload = nullptr;
+  const Device* device = nullptr;
+  double trainable_on_gpu = 0;   // parameters this GPU's optimizer updates before ZeRO sharding
+  double param_tensors = 0;      // trainable tensors (the host loops over them in the optimizer)
+  double host_optimizer_seconds = 0;
+  CommSeconds comms;
+};
+
+// The step on a device from the stages' work: the slowest stage paces every micro-batch slot.
+inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs& in, const TimeOptions& o, Kernels kernels) {
+  const TrainingWorkload& w = *in.workload;
+  const Device& d = *in.device;
+  const DeviceRates rates = device_rates(d, w.precision, o.rates);
+  StepTime t;
+  t.kernels = kernels;
+  double slot = -1;
+  PassTime fwd, bwd;
+  for (const auto& sw : stages) {
+    const PassTime f = pass_time(sw.work.forward, rates), b = pass_time(sw.work.backward, rates);
+    const double this_slot = f.wall() + b.wall() + sw.work.loop_ops * rates.host_op;
+    if (this_slot > slot) {
+      slot = this_slot;
+      fwd = f;
+      bwd = b;
+      t.slowest_stage = sw.stage;
+      t.hardware_flops = sw.work.matmul_flops + sw.work.attention_flops;
+    }
+  }
+  const double m = double(w.grad_accum);
+  // Hiding the expert all-to-all behind compute takes streaming multiprocessors from the compute kernels: DeepSeek-V3
+  // dedicates 20 of the H800's 132 SMs to communication (technical report §3.2.2): compute runs 132/112 as long.
+  const bool ep_hidden = (o.ep_overlap || o.schedule == PipelineSchedule::dualpipe) && in.comms.has_expert;
+  const double slowdown = ep_hidden ? 132.0 / (132.0 - 20.0) : 1.0;
+  slot *= slowdown;
+  t.compute = m * slot;
+  t.matmul = m * slowdown * (fwd.gemm + bwd.gemm);
+  t.attention = m * slowdown * (fwd.attention + bwd.attention);
+  t.memory_bound = m * slowdown * (fwd.memory + bwd.memory);
+  t.host_bound = t.compute - (t.matmul + t.attention + t.memory_bound);
+  t.hardware_flops *= m;
+  // Communication per step, by how it overlaps.
+  t.tensor_comm = o.tp_overlap ? 0.0 : in.comms.tensor;
+  t.expert_comm = ep_hidden ? 0.0 : in.comms.expert;
+  const double ctx = in.comms.context, dp = in.comms.data;
+  t.context_comm = std::max(0.0, ctx - t.attention);
+  const double per_slot_comm = (t.tensor_comm + t.expert_comm + t.context_comm) / m;
+  t.bubble = bubble_microbatches(o.schedule, w.pp, w.vpp) * (slot + per_slot_comm);
+  // The optimizer over this GPU's shard of the trainable parameters (ZeRO ≥ 1 shards it over dp); the host walks
+  // the tensor list (foreach grouping, ~12 µs per tensor in eager PyTorch).
+  const double shard = in.trainable_on_gpu / double(w.zero >= 1 ? w.dp() : 1);
+  if (w.offload_optimizer == Offload::none) {
+    const double host = kernels == Kernels::fused ? 0.0 : in.param_tensors * 12e-6;
+    t.optimizer = std::max(shard * optimizer_bytes_per_param(w, kernels) / rates.bytes, host);
+  }
+  t.host_optimizer = in.host_optimizer_seconds;
+  // Data-parallel collectives hide behind the compute that runs beside them: ZeRO-3/FSDP prefetches parameters
+  // through the whole step; otherwise gradients reduce during the last micro-batch's backward and ZeRO-1/2's
+  // parameter all-gather overlaps the next forward (Megatron distributed optimizer, DeepSpeed overlap_comm).
+  const double window = w.zero == 3 ? t.compute : w.zero >= 1 ? fwd.gpu() + bwd.gpu() : bwd.gpu();
+  t.data_comm = std::max(0.0, dp - window);
+  t.total = t.compute + t.tensor_comm + t.expert_comm + t.context_comm + t.bubble + t.optimizer + t.data_comm +
+            t.host_optimizer;
+  return t;
+}
+
+inline StepTime step_time(const StepInputs& in, const TimeOptions& o) {
+  const Kernels kernels = resolve_kernels(o.kernels, *in.workload, *in.device);
+  return time_step(stage_works(*in.model, *in.workload, kernels), in, o, kernels);
+}
+
+}  // namespace gpuplan

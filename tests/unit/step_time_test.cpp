@@ -1,0 +1,117 @@
+// The step-time model: its pieces against hand-computed values (a matmul's roofline, the bubble of each pipeline
+// schedule, uneven pipeline stages, the FLOPs a step executes) and its calibration as a whole in tests/time.
+#include "../test_support.h"
+
+#include <catch2/catch.hpp>
+#include <gpuplan/catalog.h>
+#include <gpuplan/model_presets.h>
+#include <gpuplan/step_time.h>
+
+using namespace gpuplan;
+
+TEST_CASE("step time: a matmul's roofline adds its FLOPs at the tensor rate and its bytes at the memory rate", "[time]") {
+  // 1000 rows through a 2000×3000 16-bit weight on 1 PFLOP/s and 1 TB/s: 2·1000·2000·3000 = 1.2e10 FLOPs → 12 µs;
+  // the weight 2·6e6 B + input and output 2·1000·(2000 + 3000) B = 2.2e7 B → 22 µs.
+  TrainingWorkload w;
+  const ModelSpec s = find_preset("llama-3.2-1b").spec;
+  const detail::WorkContext x{s, w, 1000, 2, 2, 0, true, false, false};
+  MicrobatchWork m;
+  detail::add_matmul(m, x, 1000, 2000, 3000, 1, true);
+  DeviceRates r;
+  r.gemm = 1e15;
+  r.bytes = 1e12;
+  CHECK(pass_time(m.forward, r).gemm == Approx(12e-6 + 22e-6));
+  CHECK(pass_time(m.backward, r).gemm == Approx(2 * (12e-6 + 22e-6)));  // input and weight gradients
+  CHECK(m.matmul_flops == Approx(3 * 1.2e10));
+  // The sustained rate: H100 SXM at 0.84 × 68.3 % of 989.4 TFLOP/s for bf16, fp8 at 0.905 of that per unit of peak.
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  CHECK(device_rates(h100, Precision::bf16, KernelRates{}).gemm == Approx(989.4e12 * 0.84 * 0.683));
+  CHECK(device_rates(h100, Precision::fp8, KernelRates{}).gemm == Approx(1978.9e12 * 0.84 * 0.683 * 0.905));
+  CHECK(device_rates(h100, Precision::fp32, KernelRates{}).gemm == Approx(67e12 * 0.75));
+}
+
+TEST_CASE("step time: idle micro-batch slots of each pipeline schedule", "[time]") {
+  CHECK(bubble_microbatches(PipelineSchedule::one_f_one_b, 1, 1) == 0);
+  CHECK(bubble_microbatches(PipelineSchedule::one_f_one_b, 16, 1) == 15);             // Narayanan et al. §2.2.1
+  CHECK(bubble_microbatches(PipelineSchedule::interleaved, 16, 4) == Approx(15.0 / 4));  // §2.2.2
+  CHECK(bubble_microbatches(PipelineSchedule::zero_bubble, 16, 1) == Approx(5));      // ZB-H1: a third
+  CHECK(bubble_microbatches(PipelineSchedule::dualpipe, 16, 1) == 0);
+}
+
+TEST_CASE("step time: Llama 3's 126 layers over 16 stages, one fewer on the first and the last", "[time][parallel]") {
+  TrainingWorkload w;
+  w.pp = 16;
+  w.vpp = 4;
+  w.grad_accum = 32;
+  w.gpus = 16;
+  w.pp_first_layers = 7;
+  w.pp_last_layers = 7;
+  const auto st = pipeline_stages(126, w);
+  REQUIRE(st.size() == 2);
+  CHECK(st[0].layers == 7);
+  CHECK(st[1].layers == 7);
+  CHECK(st[1].first_layer == 119);
+  CHECK(stage_layer_counts(126, w) == std::vector<std::int64_t>{7, 8, 7});  // 112 layers over 14 middle stages
+  w.pp_last_layers = 6;  // 113 left for 14 stages: not even
+  CHECK_THROWS_AS(pipeline_stages(126, w), InputError);
+  // Megatron's default for 61 layers on 16 stages: 4 on the first, an even share (3) on the last, 4 in the middle.
+  TrainingWorkload d;
+  d.pp = 16;
+  d.gpus = 16;
+  CHECK(stage_layer_counts(61, d) == std::vector<std::int64_t>{4, 4, 3});
+  // The interleaved schedule no longer needs layers to be a multiple of pp × vpp: the 405B estimate runs.
+  TrainingWorkload v = w;
+  v.pp_last_layers = 7;
+  v.tp = 8;
+  v.sp = true;
+  v.gpus = 128;
+  v.seq = 8192;
+  CHECK(estimate_training_memory(find_preset("llama-3.1-405b").spec, v).stage.layers == 7);
+}
+
+TEST_CASE("step time: a full fine-tuning step executes 6·N matmul FLOPs per token, LoRA 4·N plus its adapters", "[time]") {
+  const ModelSpec& s = find_preset("llama-3.2-1b").spec;
+  TrainingWorkload w;
+  w.seq = 2048;
+  const double tokens = 2048;
+  const MicrobatchWork full = microbatch_work(s, w, tokens, true, Kernels::eager);
+  // N: the weights that multiply — 6·N's parameters (PaLM) less the norms' 2·16 + 1 vectors of 2048.
+  const double n = double(training_flops(s, Tokens(1), w.seq, Recompute::none).matmul_params.in(unit::params)) - 33.0 * 2048;
+  CHECK(full.matmul_flops == Approx(6.0 * n * tokens).epsilon(1e-9));
+  // Causal flash attention: forward 2·T·(T/2)·heads·(2·head_dim) per layer, backward 2.5× that.
+  const double fwd = 16.0 * 2 * tokens * (tokens / 2) * 32 * 128;
+  CHECK(full.attention_flops == Approx(3.5 * fwd));
+  // Full recomputation repeats the forward: 8·N.
+  w.recompute = Recompute::full;
+  CHECK(microbatch_work(s, w, tokens, true, Kernels::eager).matmul_flops ==
+        Approx(8.0 * n * tokens).epsilon(1e-9));
+  w.recompute = Recompute::none;
+  // LoRA r16 on q and v: frozen weights need no weight gradient; each adapter pair in→16→out runs all three.
+  w.lora.rank = 16;
+  w.lora.targets = {"q_proj", "v_proj"};
+  const double adapters = 16.0 * 16 * ((2048 + 2048) + (2048 + 512)) * 2 * tokens * 3;
+  const MicrobatchWork lora = microbatch_work(s, w, tokens, true, Kernels::eager);
+  CHECK(lora.matmul_flops == Approx(4.0 * n * tokens + adapters).epsilon(1e-9));
+}
+
+TEST_CASE("step time: the slower host sets the pace of small steps; the GPU of large ones", "[time]") {
+  const Device& d = builtin_catalog().get("h100-sxm");
+  const ModelSpec& s = find_preset("llama-3.2-1b").spec;
+  TrainingWorkload w;
+  w.seq = 128;
+  StepInputs in;
+  in.model = &s;
+  in.workload = &w;
+  in.device = &d;
+  in.trainable_on_gpu = double(count_params(s).total.in(unit::params));
+  const StepTime tiny = step_time(in, TimeOptions{});
+  CHECK(tiny.host_bound > 0);  // 128 tokens: launches outlast the kernels
+  w.batch = 8;
+  w.seq = 4096;
+  const StepTime big = step_time(in, TimeOptions{});
+  CHECK(big.host_bound == 0);
+  CHECK(big.total == Approx(big.compute + big.optimizer));
+  CHECK(big.matmul > big.memory_bound);
+  // The parts add up.
+  CHECK(big.compute == Approx(big.matmul + big.attention + big.memory_bound + big.host_bound));
+}

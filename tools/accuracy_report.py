@@ -27,7 +27,10 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "run — the caching allocator's reserve varies between runs of one workload"),
         ("measured_n1.jsonl", "2025 architectures (one H100 80GB, plan tools/measure/plan_n1.json): gpt-oss, Llama 4, "
                               "Qwen3-Next, GLM-4.5-Air, OLMo 2, Granite MoE, PhiMoE, Qwen3-MoE; the first run found "
-                              "Llama 4's dense expert routing and gpt-oss's bf16 sink softmax, modelled since")]
+                              "Llama 4's dense expert routing and gpt-oss's bf16 sink softmax, modelled since"),
+        ("measured_t1.jsonl", "Held-out steps for the step-time model (one H100 80GB, plan tools/measure/plan_t1.json): 0.5B–8B "
+                              "dense, Qwen3-30B-A3B and Mixtral shapes with fewer layers, LoRA and full, recomputation on "
+                              "and off; it found that frozen LoRA bases under autocast and recomputation hold no weight casts")]
 
 
 def run(binary, path):

@@ -164,14 +164,17 @@ inline void gradient_tensors(StepTensors& t, const ShardInventory& inv, const Mo
 
 // Autocast weight cache: 16-bit copies of every linear weight, made in forward, released as backward consumes them
 // (torch.autocast caches casts of leaf tensors that require grad). Frozen LoRA bases are not cached, but each
-// linear keeps its cast weight for the input gradient: the same bytes.
+// linear keeps its cast weight for the input gradient: the same bytes — except inside recomputed (checkpointed)
+// layers, which save nothing: there a frozen weight's cast lives only while its matmul runs (measured: Qwen2.5-7B,
+// amp-bf16, LoRA, full recomputation, tests/data/calibration/measured_t1.jsonl).
 inline void autocast_tensors(StepTensors& t, const ShardInventory& inv, const ModelStates& m, const ModelSpec& s,
                              const TrainingWorkload& w, const PrecisionRecipe& pr) {
   t.head_linear = s.tied_embeddings ? t.geo.V * t.geo.h : 0;  // tied lm_head casts the embedding matrix
   for (const auto& g : inv.groups.head)
     if (g.linear) t.head_linear += double(g.numel());
   const double cache_scale = (w.zero == 3 && m.sharded) ? m.param_share : 1.0;
-  t.autocast_cache = pr.autocast ? (inv.linear_params + t.head_linear) * 2.0 * cache_scale : 0.0;
+  const bool transient = w.lora.rank > 0 && w.recompute == Recompute::full;
+  t.autocast_cache = pr.autocast ? ((transient ? 0.0 : inv.linear_params) + t.head_linear) * 2.0 * cache_scale : 0.0;
   // Under full recomputation the checkpointed layers save nothing, so their casts die with the autocast context at
   // the end of forward; only lm_head (outside the checkpoints) keeps its cast for backward.
   t.backward_cache = w.recompute == Recompute::full ? (pr.autocast ? t.head_linear * 2.0 * cache_scale : 0.0)

@@ -252,13 +252,19 @@ struct Link {
   std::string name;
 };
 
+// The bandwidth alone (the planner asks it for every layout and offering).
+inline double link_bytes_per_s(const Device& d, bool across_nodes, std::optional<ByteRate> network_bandwidth) {
+  const double network = network_bandwidth ? network_bandwidth->in(unit::bytes_per_s) : default_network_bytes_per_s;
+  if (across_nodes) return network;
+  if (!d.interconnect_bandwidth) return std::min(network, pcie5_x16_bytes_per_s);
+  return d.interconnect_bandwidth->in(unit::bytes_per_s) / 2;
+}
+
 inline Link link_between(const Device& d, bool across_nodes, std::optional<ByteRate> network_bandwidth) {
-  const ByteRate network = network_bandwidth.value_or(ByteRate(default_network_bytes_per_s));
-  if (across_nodes) return {network, "network between nodes"};
-  if (!d.interconnect_bandwidth)
-    return {ByteRate(std::min(network.in(unit::bytes_per_s), pcie5_x16_bytes_per_s)),
-            "PCIe (no GPU interconnect in the catalog; 32 GB/s, PCIe 5 x16)"};
-  return {ByteRate(d.interconnect_bandwidth->in(unit::bytes_per_s) / 2), d.interconnect + " (one way)"};
+  const ByteRate bw(link_bytes_per_s(d, across_nodes, network_bandwidth));
+  if (across_nodes) return {bw, "network between nodes"};
+  if (!d.interconnect_bandwidth) return {bw, "PCIe (no GPU interconnect in the catalog; 32 GB/s, PCIe 5 x16)"};
+  return {bw, d.interconnect + " (one way)"};
 }
 
 inline void time_communication(Communication& c, const Device& d, bool across_nodes,

@@ -346,40 +346,36 @@ inline TrainingWorkload layout_workload(const TrainingWorkload& base, const Trai
 }
 
 // A layout's micro-batch work per pipeline stage, computed once per kernel style and reused for every device.
-// Per-layer work shared by layouts with the same tp, ep, micro-batch, recomputation and kernels.
-using LayerWorkCache = std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, Recompute, Kernels>, LayerKindWork>;
+// Stage work shared by layouts that differ only in data parallelism, ZeRO, offload and micro-batches per step.
+using StageWorkCache =
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, Recompute, Kernels>, std::vector<StageWork>>;
 
+// A layout's micro-batch work per pipeline stage and its collectives, computed once and reused for every device.
 class LayoutStages {
  public:
-  LayoutStages(const ModelSpec& s, TrainingWorkload w, LayerWorkCache* shared = nullptr)
-      : s_(s), w_(std::move(w)), shared_(shared) {}
+  LayoutStages(const ModelSpec& s, TrainingWorkload w, StageWorkCache& shared) : s_(s), w_(std::move(w)), shared_(shared) {}
   const TrainingWorkload& workload() const { return w_; }
+  const std::vector<StageWork>& get(Kernels k) {
+    auto [it, fresh] = shared_.try_emplace({w_.tp, w_.pp, w_.ep, w_.batch, w_.recompute, k});
+    if (fresh) it->second = stage_works(s_, w_, k);
+    return it->second;
+  }
   // Its collectives' bytes per GPU and step (parallel.h), the tensor-parallel ones for the first stage's layers.
   const std::vector<Communication>& comms(double local_params) {
     if (!comms_) {
       const PrecisionRecipe pr = recipe_of(w_.precision);
-      const double local = local_params;
-      comms_.emplace(std::vector<Communication>{data_parallel_communication(w_, local, pr.weight, pr.grad)});
+      comms_.emplace(std::vector<Communication>{data_parallel_communication(w_, local_params, pr.weight, pr.grad)});
       for (auto& x : model_parallel_communication(s_, w_, (s_.layers + w_.pp - 1) / w_.pp, pr.compute))
         if (x.bytes_per_gpu.in(unit::bytes) > 0) comms_->push_back(std::move(x));
     }
     return *comms_;
   }
-  const std::vector<StageWork>& get(Kernels k) {
-    auto& slot = cache_[k == Kernels::fused ? 1 : 0];
-    if (!slot) {
-      LayerKindWork* layers = shared_ ? &(*shared_)[{w_.tp, w_.ep, w_.batch, w_.recompute, k}] : nullptr;
-      slot = stage_works(s_, w_, k, layers);
-    }
-    return *slot;
-  }
 
  private:
   const ModelSpec& s_;
   TrainingWorkload w_;
-  std::array<std::optional<std::vector<StageWork>>, 2> cache_;
+  StageWorkCache& shared_;
   std::optional<std::vector<Communication>> comms_;
-  LayerWorkCache* shared_;
 };
 
 // The layout on one device's offering: time (the step-time model, step_time.h, or the model FLOPs at a stated
@@ -403,8 +399,8 @@ inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const T
     const TrainingWorkload& w = stages.workload();
     CommSeconds comms;  // the layout's traffic (device-independent) over this offering's links
     for (const auto& x : stages.comms(k.local_params)) {
-      const Link link = link_between(*ch.device, group_spans_nodes(x, w, node), req.network);
-      comms.add(x.kind, x.bytes_per_gpu.in(unit::bytes) / link.bandwidth.in(unit::bytes_per_s));
+      comms.add(x.kind, x.bytes_per_gpu.in(unit::bytes) /
+                            link_bytes_per_s(*ch.device, group_spans_nodes(x, w, node), req.network));
     }
     StepInputs in;
     in.model = &s;
@@ -492,7 +488,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   plan.model_flops = training_flops(s, req.tokens, req.base.seq, Recompute::none).model;
   const TrainingMemoryScreen screen(s, req.base);
   const detail::ModelTotals totals(s);
-  detail::LayerWorkCache layer_work;
+  detail::StageWorkCache stage_work;
 
   // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
   // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
@@ -506,7 +502,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     const double bytes = screen.lower_bound(L);
     ++plan.layouts;
     const detail::LayoutWork work = detail::layout_work(totals, req, L, per_step);
-    detail::LayoutStages stages(s, detail::layout_workload(req.base, L), &layer_work);
+    detail::LayoutStages stages(s, detail::layout_workload(req.base, L), stage_work);
     for (const auto& ch : choices) {
       ++plan.evaluated;
       auto c = detail::price_layout(s, req, stages, L, bytes, work, ch, plan.model_flops.in(unit::flop));

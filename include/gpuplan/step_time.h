@@ -118,8 +118,7 @@ inline void add_scaled(MicrobatchWork& a, const MicrobatchWork& b, double n) {
   a.attention_flops += n * b.attention_flops;
 }
 
-// One decoder layer of each kind (model.h layer_kind) at one rank's widths and micro-batch: stages of a layout, and
-// layouts that share tp, ep, micro-batch, recomputation and kernels, reuse it.
+// One decoder layer of each kind (model.h layer_kind) at one rank's widths and micro-batch: a layout's stages reuse it.
 using LayerKindWork = std::array<std::optional<MicrobatchWork>, 4>;
 
 // A device's rates for a precision: FLOP/s per kind of kernel, bytes/s for memory-bound work, seconds per operator.
@@ -442,9 +441,8 @@ struct StageWork {
   MicrobatchWork work;
 };
 
-inline std::vector<StageWork> stage_works(const ModelSpec& s, const TrainingWorkload& w, Kernels kernels,
-                                          LayerKindWork* layers = nullptr) {
-  LayerKindWork local;
+inline std::vector<StageWork> stage_works(const ModelSpec& s, const TrainingWorkload& w, Kernels kernels) {
+  LayerKindWork layers;  // the stages share the rank's widths: each kind of layer is worked out once
   const double tokens = double(w.batch) * std::ceil(double(w.seq) / double(w.cp));
   const auto counts = stage_layer_counts(s.layers, w);
   const auto ends = pipeline_stages(s.layers, w);
@@ -458,7 +456,7 @@ inline std::vector<StageWork> stage_works(const ModelSpec& s, const TrainingWork
     }
     st.layers = counts[i];
     const ModelSpec r = rank_model(s, w, st);
-    out.push_back({last ? w.pp - 1 : std::int64_t(i), microbatch_work(r, w, tokens, st.head, kernels, layers ? layers : &local)});
+    out.push_back({last ? w.pp - 1 : std::int64_t(i), microbatch_work(r, w, tokens, st.head, kernels, &layers)});
   }
   return out;
 }

@@ -222,7 +222,8 @@ TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[
   const detail::ModelTotals totals(s);
   TrainingLayout L{8, 2, 1, 1, 1, 8, 1, Recompute::none, Offload::none};
   const auto work = detail::layout_work(totals, req, L, 8.0 * 2048 * 4);
-  detail::LayoutStages stages(s, detail::layout_workload(req.base, L));
+  detail::StageWorkCache cache;
+  detail::LayoutStages stages(s, detail::layout_workload(req.base, L), cache);
   CHECK(detail::price_layout(s, req, stages, L, choices[0].usable * 1.01, work, choices[0], 1e20) == std::nullopt);  // does not fit
   const auto c = detail::price_layout(s, req, stages, L, choices[0].usable * 0.5, work, choices[0], 1e20);
   REQUIRE(c);

@@ -394,8 +394,8 @@ nlohmann::json train_report(const TrainOptions& o) {
     report["fit_table"] = fit_table_json(rows, "smallest power-of-two data-parallel degree (× tp·pp·cp GPUs per "
                                                "replica) with ZeRO-" + std::to_string(stage) +
                                                    " whose per-GPU estimate fits in the device's usable memory");
-    // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, at
-    // the device's default MFU, priced at its cheapest on-demand offering.
+    // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, timed
+    // by the step-time model (or the stated --mfu), priced at its cheapest on-demand offering.
     const double tokens = report["compute"]["tokens"].get<double>();
     const double per_token = report["compute"]["flops_per_token"].get<double>();
     for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -41,11 +41,13 @@ struct KernelRates {
   // Memory-bound kernels, share of the memory bandwidth: a device-to-device copy reaches ~90 % (3.0 of 3.35 TB/s
   // on H100, 4.3 of 4.8 TB/s on H200); elementwise kernels with several inputs and reductions less.
   double memory = 0.70;
-  // Host cost of one eager PyTorch operator with autograd (Python, dispatcher, launch): the GPU idles when its
-  // kernels finish sooner than the host issues them.
+  // Host cost of one eager PyTorch operator with autograd (Python module call, dispatcher, launch): the GPU idles
+  // when its kernels finish sooner than the host issues them. Fitted to the measured single-GPU steps whose GPU work
+  // is small (1B models at 1K–2K tokens per step; tests/data/calibration), where the host sets the pace.
   double host_op_seconds = 8e-6;
-  // A host-device synchronisation (HF's MoE loop calls nonzero/where per expert): the queue drains.
-  double host_sync_seconds = 20e-6;
+  // The optimizer's host loop per trainable tensor (PyTorch's foreach grouping and per-tensor bookkeeping), the
+  // same fit.
+  double host_tensor_seconds = 12e-6;
 };
 
 // How the framework runs the model: eager is HF transformers' unfused PyTorch modules (the stack the memory model
@@ -260,7 +262,9 @@ inline void add_layers(MicrobatchWork& m, const WorkContext& x, std::int64_t l, 
   const double fwd_bytes = n * x.tokens * layer_forward_bytes(r, x.fused, x.c, hidden_split, l, moe);
   m.forward.memory_bytes += fwd_bytes;
   m.backward.memory_bytes += (2.0 + x.recompute_fwd) * fwd_bytes;
-  // HF eager: ~45 operators forward, ~60 backward per dense layer (norms, projections, rotary, attention, MLP).
+  // HF eager, counted in the Llama-family module code: ~45 operators forward (two RMSNorms of 6–8 ops, 4 projections
+  // with their views and transposes, rotary ~14, SDPA and its reshapes, the MLP's 5, two residual adds) and ~60
+  // backward (autograd nodes, some with two kernels); Gemma's two extra norms add theirs.
   m.forward.host_ops += n * (45 + 4 * (r.norms_per_layer - 2));
   m.backward.host_ops += n * (60 + 5 * (r.norms_per_layer - 2));
   if (moe && !x.fused && !r.moe.dense_routing)
@@ -319,9 +323,10 @@ inline void add_head(MicrobatchWork& m, const WorkContext& x) {
   // ≈ 24 + 2c bytes per logit (Gemma 2's final soft-cap: tanh and scales, 24 more). Fused (Megatron's
   // vocab-parallel or a fused CE kernel): read the logits twice, write the gradient: 4c.
   const double per_logit = x.fused ? 4 * x.c : 24 + 2 * x.c + (x.r.final_logit_softcap > 0 ? 24.0 : 0.0);
+  // Of those passes the forward makes the upcast and the log-softmax (~40 %), backward the rest.
   m.forward.memory_bytes += x.tokens * V * per_logit * 0.4;
   m.backward.memory_bytes += x.tokens * V * per_logit * 0.6;
-  m.forward.host_ops += 12;
+  m.forward.host_ops += 12;  // lm_head, upcast, shift, view, cross_entropy's own ops; as many backward
   m.backward.host_ops += 12;
 }
 
@@ -530,10 +535,10 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
   const double per_slot_comm = (t.tensor_comm + t.expert_comm + t.context_comm) / m;
   t.bubble = bubble_microbatches(o.schedule, w.pp, w.vpp) * (slot + per_slot_comm);
   // The optimizer over this GPU's shard of the trainable parameters (ZeRO ≥ 1 shards it over dp); the host walks
-  // the tensor list (foreach grouping, ~12 µs per tensor in eager PyTorch).
+  // the tensor list (KernelRates::host_tensor_seconds).
   const double shard = in.trainable_on_gpu / double(w.zero >= 1 ? w.dp() : 1);
   if (w.offload_optimizer == Offload::none) {
-    const double host = kernels == Kernels::fused ? 0.0 : in.param_tensors * 12e-6;
+    const double host = kernels == Kernels::fused ? 0.0 : in.param_tensors * o.rates.host_tensor_seconds;
     t.optimizer = std::max(shard * optimizer_bytes_per_param(w, kernels) / rates.bytes, host);
   }
   t.host_optimizer = in.host_optimizer_seconds;

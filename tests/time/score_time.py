@@ -30,13 +30,14 @@ def run_json(cmd):
     return json.loads(p.stdout)
 
 
+def jsonl(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
 def published_cases(binary, path):
     base = os.path.dirname(os.path.abspath(path))
     rows = []
-    for line in open(path):
-        if not line.strip():
-            continue
-        c = json.loads(line)
+    for c in jsonl(path):
         model = c["model"]
         src = ["--config", os.path.join(base, model)] if model.endswith(".json") else ["--model", model]
         args = list(c["args"])
@@ -56,10 +57,7 @@ def published_cases(binary, path):
 def measured_cases(binary, path):
     base = os.path.dirname(os.path.abspath(path))
     rows = []
-    for line in open(path):
-        if not line.strip():
-            continue
-        c = json.loads(line)
+    for c in jsonl(path):
         m = c["measured"]
         if c["mode"] != "train" or "step_seconds" not in m:
             continue

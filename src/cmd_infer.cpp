@@ -22,7 +22,8 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default 1)");
   cmd.add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
   cmd.add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
-  cmd.add_option("--context", o.context, "KV tokens per sequence to plan for (default prompt + new tokens)");
+  cmd.add_option("--context,--max-model-len", o.context,
+                 "KV tokens per sequence to plan for (default prompt + new tokens; vLLM: max_model_len, default the model's)");
   cmd.add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
   cmd.add_option("--weights,--quant", o.weights,
                   "Weight format: fp32, bf16, fp16, fp8, int8, gptq-int4, awq-int4, nf4, nf4-dq, q8_0, q6_k, q5_k_m, "
@@ -32,8 +33,10 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
   cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | llama.cpp | none");
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
-  cmd.add_option("--chunked-prefill", w.chunked_prefill, "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens)");
-  cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the GPU (default 0.90)");
+  cmd.add_option("--chunked-prefill,--max-num-batched-tokens", w.chunked_prefill,
+                 "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default 8192 on ≥70 GiB GPUs but A100, else 2048)");
+  cmd.add_option("--max-num-seqs", w.max_num_seqs, "vLLM: max_num_seqs (default 1024 on ≥70 GiB GPUs but A100, else 256)");
+  cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
   cmd.add_option("--gpu-layers", o.gpu_layers, "llama.cpp -ngl: layers on the GPU (default all)");
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
   auto* mc = cmd.add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
@@ -89,14 +92,19 @@ nlohmann::json infer_report(const InferOptions& o) {
   w.stored = source.stored_language();
   const Catalog cat = load_catalog(o.fit.catalogs);
   const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
-  if (device) w.device_memory = device->capacity();
+  if (device) {
+    w.device_memory = device->capacity();
+    w.cuda_total = device->cuda_total_memory;
+    w.device_is_a100 = device->id.rfind("a100", 0) == 0;
+  }
   if ((o.max_batch || o.max_context) && !device) throw InputError("--max-batch and --max-context need --gpu");
 
   // Solve modes: the largest batch or context whose per-GPU estimate fits the device (vLLM: its pool's capacity).
   nlohmann::json solve = nullptr;
   auto fits = [&](const InferenceWorkload& v) {
     const auto e = estimate_inference_memory(spec, v);
-    if (v.profile == Profile::vllm) return e.serving.max_concurrency && *e.serving.max_concurrency >= double(v.batch);
+    if (v.profile == Profile::vllm)
+      return e.serving.starts.value_or(false) && *e.serving.max_concurrency >= double(v.batch);
     return e.memory.total <= device->capacity();
   };
   if (o.max_batch) {
@@ -124,7 +132,10 @@ nlohmann::json infer_report(const InferOptions& o) {
   report["model"]["source"] = source.json();
   report["solve"] = solve;
   if (device) {
-    report["fit"] = fit_json(fit_on(*device, est.memory.total), w.tp);
+    FitVerdict fit = fit_on(*device, est.memory.total);
+    // vLLM starts only when its pool holds one max_model_len request.
+    if (est.serving.starts) fit.fits = fit.fits && *est.serving.starts;
+    report["fit"] = fit_json(fit, w.tp);
     Efficiency eff;
     if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;
     if (o.compute_efficiency != 0) eff.compute = o.compute_efficiency;

@@ -262,10 +262,23 @@ void render_infer_table(const json& r, std::ostream& out) {
       if (v.is_number()) fmt::print(out, "Solved     {} = {}\n", k, grouped(v.get<std::int64_t>()));
   memory_table(r["memory"], out);
   const json& sv = r["serving"];
-  if (!sv["kv_blocks"].is_null())
-    fmt::print(out, "\nvLLM KV pool {}: {} blocks of 16 tokens, {:.1f} concurrent sequences of {} tokens\n",
-               gib(sv["kv_pool_bytes"].get<double>()), grouped(sv["kv_blocks"].get<std::int64_t>()),
-               sv["max_concurrent_sequences"].get<double>(), w["context_tokens"].get<std::int64_t>());
+  if (!sv["budget_bytes"].is_null()) {
+    // vLLM's start-up lines, in its own terms.
+    fmt::print(out, "\n{}: budget {} = weights {} + activation peak {} + non-torch {} + KV pool {}; CUDA graphs {} "
+                    "outside\n",
+               sv["engine"].get<std::string>(), gib(sv["budget_bytes"].get<double>()),
+               gib(r["memory"]["components"]["weights"].get<double>()), gib(sv["activation_peak_bytes"].get<double>()),
+               gib(sv["non_torch_bytes"].get<double>()), gib(sv["kv_pool_bytes"].get<double>()),
+               gib(sv["cuda_graph_bytes"].get<double>()));
+    fmt::print(out, "           GPU KV cache size {} tokens ({} blocks); maximum concurrency {:.2f}x for {} tokens per "
+                    "request\n",
+               grouped(sv["kv_tokens"].get<std::int64_t>()), grouped(sv["kv_blocks"].get<std::int64_t>()),
+               sv["max_concurrent_sequences"].get<double>(), grouped(w["context_tokens"].get<std::int64_t>()));
+    fmt::print(out, "           max_model_len {} {}; the longest that starts {}; smallest gpu_memory_utilization that "
+                    "starts {:.3f}\n",
+               grouped(sv["max_model_len"].get<std::int64_t>()), sv["starts"].get<bool>() ? "starts" : "does NOT start",
+               grouped(sv["largest_max_model_len"].get<std::int64_t>()), sv["min_gpu_memory_utilization"].get<double>());
+  }
   if (!sv["host_memory_bytes"].is_null())
     fmt::print(out, "\nllama.cpp: {} layers on the GPU; host memory {}\n", sv["gpu_layers"].get<std::int64_t>(),
                gib(sv["host_memory_bytes"].get<double>()));

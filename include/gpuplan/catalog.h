@@ -139,6 +139,10 @@ inline Device parse_device(Validator& v, const nlohmann::json& o, const std::str
     if (*u > d.memory.in(unit::bytes) * 1.10)  // vendor "GB" vs driver GiB: usable may exceed the decimal figure by 7.4 %
       v.problem(ptr + "/usable_memory_bytes", "exceeds the vendor capacity");
   }
+  if (auto c = v.num(o, ptr, "cuda_total_memory_bytes", false)) {
+    d.cuda_total_memory = Bytes(*c);
+    if (*c > d.capacity().in(unit::bytes)) v.problem(ptr + "/cuda_total_memory_bytes", "exceeds the driver's total");
+  }
   if (auto bw = v.num(o, ptr, "memory_bandwidth_bytes_per_s", true)) d.memory_bandwidth = ByteRate(*bw);
   d.peak = parse_flops(v, o.value("peak_flops", nlohmann::json()), ptr + "/peak_flops");
   if (!d.peak.bf16 && !d.peak.fp16 && !d.peak.fp32)

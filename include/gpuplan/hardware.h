@@ -25,6 +25,9 @@ struct Device {
   std::string unit;                       // "per GPU", "per chip", ...
   Bytes memory{0};                        // the vendor's capacity (decimal GB as marketed)
   std::optional<Bytes> usable_memory;     // what the driver reports (nvidia-smi total), before the CUDA context
+  // What CUDA reports as the device total (cudaMemGetInfo), a few hundred MiB below nvidia-smi's: the base of
+  // vLLM's gpu_memory_utilization budget.
+  std::optional<Bytes> cuda_total_memory;
   std::string memory_type;
   ByteRate memory_bandwidth{0};
   PeakFlops peak;                         // with fp32 accumulate on GeForce
@@ -46,6 +49,8 @@ struct Device {
 
   // What a process can use: the driver's total when known, else the vendor capacity.
   Bytes capacity() const { return usable_memory ? *usable_memory : memory; }
+  // What cudaMemGetInfo calls the total: measured where known, else the driver's total.
+  Bytes cuda_total() const { return cuda_total_memory ? *cuda_total_memory : capacity(); }
 };
 
 struct Offering {

@@ -605,10 +605,13 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
           w.tp = tp;
           w.prompt_len = req.prompt_len;
           w.new_tokens = req.new_tokens;
+          w.context = req.prompt_len + req.new_tokens;  // vLLM launched with max_model_len = the workload's
           w.device_memory = Bytes(d.capacity().in(unit::bytes) * (1 - req.headroom));
+          w.cuda_total = Bytes(d.cuda_total().in(unit::bytes) * (1 - req.headroom));
+          w.device_is_a100 = d.id.rfind("a100", 0) == 0;
           const InferenceEstimate e = estimate_inference_memory(s, w);
           const double conc = e.serving.max_concurrency.value_or(0);
-          if (conc < 1) continue;
+          if (!e.serving.starts.value_or(false) || conc < 1) continue;
           auto speed = [&](std::int64_t b) {
             return serving_throughput(s, d, e.weights, e.weight_bytes.in(unit::bytes), e.kv_bytes_per_token.in(unit::bytes),
                                       b, req.prompt_len, avg_ctx, tp, req.efficiency);
@@ -667,8 +670,10 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     shown.push_back(c);
   }
   plan.best = std::move(shown);
-  plan.assumptions.push_back("engine: vLLM (profile vllm: gpu_memory_utilization 0.9, 16-token KV blocks); a replica is "
-                             "tp GPUs of one instance; replicas until the target is met");
+  plan.assumptions.push_back(std::string("engine: vLLM ") + VllmProfile::version +
+                             " (profile vllm: gpu_memory_utilization 0.9 of the CUDA total, max_model_len = prompt + new "
+                             "tokens, 16-token KV blocks); a replica is tp GPUs of one instance; replicas until the "
+                             "target is met");
   plan.assumptions.push_back("throughput: roofline at " + std::to_string(int(req.efficiency.memory * 100)) +
                              "% of memory bandwidth and " + std::to_string(int(req.efficiency.compute * 100)) +
                              "% of peak FLOP/s; decode reads the cache at its average length");

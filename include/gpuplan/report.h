@@ -129,11 +129,24 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
   mem["weight_bytes"] = detail::rounded(e.weight_bytes);
   auto opt_bytes = [](const std::optional<Bytes>& b) { return b ? nlohmann::json(detail::rounded(*b)) : nlohmann::json(nullptr); };
   auto opt = [](const auto& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
-  const nlohmann::json serving{{"kv_pool_bytes", opt_bytes(e.serving.kv_pool)},
-                               {"kv_blocks", opt(e.serving.kv_blocks)},
-                               {"max_concurrent_sequences", opt(e.serving.max_concurrency)},
-                               {"host_memory_bytes", opt_bytes(e.serving.host_memory)},
-                               {"gpu_layers", opt(e.serving.gpu_layers)}};
+  const ServingDetails& sv = e.serving;
+  const nlohmann::json serving{{"engine", sv.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(sv.engine)},
+                               {"budget_bytes", opt_bytes(sv.budget)},
+                               {"activation_peak_bytes", opt_bytes(sv.activation_peak)},
+                               {"non_torch_bytes", opt_bytes(sv.non_torch)},
+                               {"cuda_graph_bytes", opt_bytes(sv.cuda_graphs)},
+                               {"kv_pool_bytes", opt_bytes(sv.kv_pool)},
+                               {"kv_blocks", opt(sv.kv_blocks)},
+                               {"kv_tokens", opt(sv.kv_tokens)},
+                               {"max_concurrent_sequences", opt(sv.max_concurrency)},
+                               {"max_num_batched_tokens", opt(sv.max_num_batched_tokens)},
+                               {"max_num_seqs", opt(sv.max_num_seqs)},
+                               {"max_model_len", opt(sv.max_model_len)},
+                               {"starts", opt(sv.starts)},
+                               {"largest_max_model_len", opt(sv.largest_max_model_len)},
+                               {"min_gpu_memory_utilization", opt(sv.min_gpu_memory_utilization)},
+                               {"host_memory_bytes", opt_bytes(sv.host_memory)},
+                               {"gpu_layers", opt(sv.gpu_layers)}};
   return {{"schema", schema_id},
           {"command", "infer"},
           {"model", model_json(s, count_params(s))},

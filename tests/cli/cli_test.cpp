@@ -449,3 +449,33 @@ TEST_CASE("cli: train time is the step-time model's, or the model FLOPs at a sta
   CHECK(j["time"]["mfu"].get<double>() == Approx(0.4));
   CHECK(j["time"]["step"].is_null());
 }
+
+TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][inference][vllm]") {
+  // Llama 3.1 8B on an H100 at 0.95 with max_model_len 16384: vLLM 0.19 logged 476,016 tokens and 29.05x.
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
+                    "--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024",
+                    "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  const auto& sv = j["serving"];
+  CHECK(sv["engine"] == "vllm 0.19");
+  CHECK(sv["kv_tokens"].get<double>() == Approx(476'016).epsilon(0.005));
+  CHECK(sv["max_concurrent_sequences"].get<double>() == Approx(29.05).epsilon(0.005));
+  CHECK(sv["starts"] == true);
+  CHECK(sv["max_model_len"] == 16384);
+  // Fewer profiled sequences shrink the sampler's peak and grow the pool.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
+               "--gpu-memory-utilization", "0.95", "--max-num-seqs", "256", "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["serving"]["kv_tokens"].get<double>() > sv["kv_tokens"].get<double>());
+  // 70B in bf16 does not start on one H100: the fit says so, and the table says why.
+  r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "8192",
+               "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["serving"]["starts"] == false);
+  CHECK(j["fit"]["fits"] == false);
+  r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "8192"});
+  CHECK(r.out.find("does NOT start") != std::string::npos);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--max-num-seqs", "-1"}).code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu-memory-utilization", "1.5"}).code ==
+        ExitCode::usage);
+}

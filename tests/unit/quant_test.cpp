@@ -55,21 +55,6 @@ TEST_CASE("KV cache: MLA latent under vLLM, alternating windows, quantised KV", 
     if (mo.phase == "decode") CHECK(mo.at.kv_cache.in(unit::bytes) == (13.0 * 8192 + 13.0 * 4095) * 2 * 4 * 256 * 2);
 }
 
-TEST_CASE("vLLM: KV blocks and concurrency from the pool", "[memory][inference]") {
-  InferenceWorkload w;
-  w.profile = Profile::vllm;
-  w.device_memory = gib(80);
-  w.context = 4096;
-  const auto e = estimate_inference_memory(find_preset("llama-3.1-8b").spec, w);
-  // Pool = 0.9 · 80 GiB − weights − profiled activations − 0.5 GiB graphs − CUDA context; blocks of 16 tokens of
-  // 131,072 B each; concurrency = blocks · 16 / 4096.
-  const double pool = 0.9 * 80 * 1073741824.0 - 2.0 * 8'030'261'248 - e.memory.components.activations.in(unit::bytes) -
-                      0.5 * 1073741824.0 - 648'871'936.0;
-  CHECK(e.serving.kv_pool->in(unit::bytes) == Approx(pool));
-  CHECK(*e.serving.kv_blocks == static_cast<std::int64_t>(pool / (16 * 131'072.0)));
-  CHECK(*e.serving.max_concurrency == Approx(double(*e.serving.kv_blocks) * 16 / 4096));
-}
-
 TEST_CASE("llama.cpp: partial offload splits weights and KV between VRAM and RAM", "[memory][inference]") {
   InferenceWorkload w;
   w.profile = Profile::llama_cpp;

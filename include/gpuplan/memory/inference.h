@@ -11,6 +11,7 @@
 #include "allocator.h"
 #include "profile.h"
 #include "training.h"
+#include "vllm.h"
 
 namespace gpuplan {
 
@@ -29,8 +30,11 @@ struct InferenceWorkload {
   std::int64_t tp = 1;                       // tensor-parallel GPUs: weights and KV heads split across them
   std::int64_t chunked_prefill = 0;          // tokens per prefill chunk (0: the whole prompt at once)
   double gpu_memory_utilization = VllmProfile::default_gpu_memory_utilization;
+  std::int64_t max_num_seqs = 0;             // vLLM: sequences the sampler is profiled with (0: its default)
   std::optional<std::int64_t> gpu_layers;    // llama.cpp -ngl (default: every layer)
-  std::optional<Bytes> device_memory;        // the GPU's usable memory, for vLLM's KV pool
+  std::optional<Bytes> device_memory;        // the GPU's usable memory (the driver's total)
+  std::optional<Bytes> cuda_total;           // what cudaMemGetInfo reports as the total: vLLM's budget base
+  bool device_is_a100 = false;               // vLLM picks smaller scheduler defaults on the A100
 };
 
 inline void validate(const InferenceWorkload& w) {
@@ -44,13 +48,25 @@ inline void validate(const InferenceWorkload& w) {
   if (!(w.gpu_memory_utilization > 0 && w.gpu_memory_utilization <= 1))
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
   if (w.gpu_layers && *w.gpu_layers < 0) throw InputError("--gpu-layers must be 0 or more");
+  if (w.max_num_seqs < 0 || w.max_num_seqs > 1'000'000) throw InputError("--max-num-seqs must be between 1 and 1,000,000");
 }
 
-// What an engine reports about its KV pool (vLLM) or host memory (llama.cpp).
+// What an engine reports at start-up, in its own terms: vLLM's budget and KV pool, llama.cpp's host memory.
 struct ServingDetails {
-  std::optional<Bytes> kv_pool;                 // vLLM: memory left for KV blocks
+  std::string engine;                           // engine and the version whose arithmetic is followed
+  std::optional<Bytes> budget;                  // vLLM: gpu_memory_utilization × the CUDA total
+  std::optional<Bytes> activation_peak;         // vLLM: torch peak of the profiling step
+  std::optional<Bytes> non_torch;               // vLLM: non-torch memory the profiling step adds
+  std::optional<Bytes> cuda_graphs;             // vLLM: captured after the pool is sized, outside the budget
+  std::optional<Bytes> kv_pool;                 // vLLM: "Available KV cache memory"
   std::optional<std::int64_t> kv_blocks;        // vLLM: blocks of block_size tokens
+  std::optional<std::int64_t> kv_tokens;        // vLLM: "GPU KV cache size: N tokens"
   std::optional<double> max_concurrency;        // vLLM: sequences of `context` tokens the pool holds
+  std::optional<std::int64_t> max_num_batched_tokens, max_num_seqs;  // vLLM: the profiling step's limits
+  std::optional<std::int64_t> max_model_len;    // vLLM: --max-model-len (default: the model's)
+  std::optional<bool> starts;                   // vLLM: the pool holds one max_model_len request
+  std::optional<std::int64_t> largest_max_model_len;  // vLLM: the longest max_model_len that starts
+  std::optional<double> min_gpu_memory_utilization;   // vLLM: the smallest utilization that starts
   std::optional<Bytes> host_memory;             // llama.cpp: weights and KV kept in RAM
   std::optional<std::int64_t> gpu_layers;       // llama.cpp: layers on the GPU
 };
@@ -351,45 +367,72 @@ inline AllocationTimeline generate_allocations(const ModelSpec& s, const Inferen
   return A;
 }
 
-// vLLM: the engine claims gpu_memory_utilization of the device; what the weights, the profiled activation peak,
-// CUDA graphs and the CUDA context leave becomes KV blocks of 16 tokens (vllm/worker gpu_worker
-// determine_num_available_blocks). Without a device: what the batch needs.
+// vLLM (memory/vllm.h): the budget, minus weights as loaded, the profiling step's torch peak and the non-torch
+// memory it adds, is the KV pool in blocks of 16 tokens. Without a device: what the batch needs.
 inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                        const InferenceTensors& t) {
-  const double weights = t.weights, kv_layer_tok = t.kv_layer_tok, context = t.len;
-  const double bs = double(VllmProfile::block_size);
-  // Paged allocation: each sequence holds whole blocks.
-  const double per_seq_tokens = std::ceil(context / bs) * bs;
-  const double state = t.state_layer * double(s.layers - kv_layer_count(s));  // linear layers' fixed state
-  const double per_seq = sequence_kv(s, kv_layer_tok, per_seq_tokens, 0, s.layers, t.state_layer);
-  // Profiling run: max_num_batched_tokens through the model at once, plus fp32 logits for max_num_seqs rows.
-  const double profile_tokens = double(w.chunked_prefill > 0 ? w.chunked_prefill : VllmProfile::default_max_num_batched_tokens);
-  const double activations = profile_tokens * t.prefill_tok + double(VllmProfile::default_max_num_seqs) * double(s.vocab) * 4.0;
+  const double bs = double(VllmProfile::block_size), gib = 1073741824.0;
+  const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
+  const VllmBatchLimits limits = vllm_batch_defaults(total.value_or(Bytes(80.0 * gib)), w.device_is_a100);
+  const std::int64_t batched = w.chunked_prefill > 0 ? w.chunked_prefill : limits.max_num_batched_tokens;
+  const std::int64_t seqs = w.max_num_seqs > 0 ? w.max_num_seqs : limits.max_num_seqs;
+  const double weights = t.weights + vllm_rotary_cache_bytes(s, t.c);
+  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp);
+  const double non_torch = vllm_non_torch_bytes(w.tp);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
-  const double ctx = PytorchProfile::cuda_context.in(unit::bytes);
+  const double non_kv = weights + peak + non_torch;
+  // A block holds 16 tokens of every attention layer (vLLM counts sliding-window layers like full ones here);
+  // linear-attention layers keep their fixed state per sequence.
+  const double block_bytes = sequence_kv(s, t.kv_layer_tok, bs, 0, s.layers);
+  const double state = t.state_layer * double(s.layers - kv_layer_count(s));
+  const std::int64_t max_len = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
+  const double request = std::ceil(double(max_len) / bs) * block_bytes + state;  // one max_model_len request
+  const double per_seq = std::ceil(t.len / bs) * block_bytes + state;
+
+  ServingDetails& sv = est.serving;
+  sv.engine = std::string("vllm ") + VllmProfile::version;
+  sv.activation_peak = Bytes(peak);
+  sv.non_torch = Bytes(non_torch);
+  sv.cuda_graphs = Bytes(graphs);
+  sv.max_num_batched_tokens = batched;
+  sv.max_num_seqs = seqs;
+  sv.max_model_len = max_len;
   MemoryComponents m;
   m.weights = Bytes(weights);
-  m.activations = Bytes(activations);
-  m.overhead = Bytes(graphs);
-  if (w.device_memory) {
-    const double budget = w.gpu_memory_utilization * w.device_memory->in(unit::bytes);
-    const double pool = budget - weights - activations - graphs - ctx;
-    est.serving.kv_pool = Bytes(std::max(0.0, pool));
-    const double block_bytes = sequence_kv(s, kv_layer_tok, bs, 0, s.layers);
-    est.serving.kv_blocks = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / block_bytes)) : 0;
-    // vLLM's "Maximum concurrency for N tokens per request": blocks × block_size / N (full-attention layers).
-    est.serving.max_concurrency = state > 0 ? std::max(0.0, pool) / per_seq : double(*est.serving.kv_blocks) * bs / context;
+  m.activations = Bytes(peak);
+  m.overhead = Bytes(non_torch + graphs);
+  if (total) {
+    const double budget = w.gpu_memory_utilization * total->in(unit::bytes);
+    const double pool = budget - non_kv;
+    const std::int64_t blocks = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / block_bytes)) : 0;
+    sv.budget = Bytes(budget);
+    sv.kv_pool = Bytes(pool);
+    sv.kv_blocks = blocks;
+    sv.kv_tokens = blocks * VllmProfile::block_size;
+    // vLLM's "Maximum concurrency for N tokens per request": the pool's tokens over N.
+    sv.max_concurrency = state > 0 ? std::max(0.0, pool) / per_seq : double(*sv.kv_tokens) / t.len;
+    sv.starts = pool >= request;
+    const std::int64_t longest = state > 0 ? std::int64_t(std::max(0.0, pool - state) / block_bytes) * VllmProfile::block_size
+                                           : *sv.kv_tokens;
+    sv.largest_max_model_len = s.max_positions > 0 ? std::min(longest, s.max_positions) : longest;
+    sv.min_gpu_memory_utilization = (non_kv + request) / total->in(unit::bytes);
     m.kv_cache = Bytes(std::max(0.0, pool));
   } else {
     m.kv_cache = Bytes(double(w.batch) * per_seq);
   }
-  Moment mo{"serve", w.device_memory ? "pre-allocated pool" : "KV for the batch", m};
-  est.memory = summarize({mo}, Profile::none, Bytes(ctx));
-  est.assumptions.push_back("profile vllm: gpu_memory_utilization " + std::to_string(w.gpu_memory_utilization).substr(0, 4) +
-                            ", KV blocks of 16 tokens, activations profiled at " +
-                            std::to_string(static_cast<std::int64_t>(profile_tokens)) +
-                            " batched tokens, CUDA graphs 0.5 GiB (typical vLLM log figure)");
-  if (!w.device_memory) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
+  Moment mo{"serve", total ? "pre-allocated pool" : "KV for the batch", m};
+  est.memory = summarize({mo}, Profile::none, VllmProfile::cuda_context);
+  const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
+  est.assumptions.push_back(
+      std::string("profile vllm ") + VllmProfile::version + " (V1 engine): budget " + fixed(w.gpu_memory_utilization, 2) +
+      " × the CUDA total" + (w.cuda_total ? "" : " (taken as the driver's total)") + "; profiling step of " +
+      std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
+      (w.chunked_prefill > 0 || w.max_num_seqs > 0 ? "" : " (vllm serve defaults for this GPU)") +
+      "; non-torch " + fixed(non_torch / gib, 2) + " GiB; CUDA graphs " + fixed(graphs / gib, 2) +
+      " GiB outside the budget; KV blocks of 16 tokens");
+  if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
+  if (!w.context)
+    est.assumptions.push_back("max_model_len " + std::to_string(max_len) + " (the model's; --max-model-len to set it)");
   if (s.mla_enabled) est.assumptions.push_back("MLA: the compressed latent + rope key is cached, as vLLM does");
   return est;
 }

@@ -35,18 +35,6 @@ struct PytorchProfile {
   static constexpr double fragmentation = 0.04;
 };
 
-// vLLM (v0.x–v1 docs): the engine takes gpu_memory_utilization of the device, profiles one forward pass at
-// max_num_batched_tokens to size activations, and gives the rest to KV blocks of block_size tokens.
-struct VllmProfile {
-  static constexpr double default_gpu_memory_utilization = 0.90;  // vllm.config.CacheConfig default (0.92 in the newest docs)
-  static constexpr std::int64_t block_size = 16;                  // CacheConfig.DEFAULT_BLOCK_SIZE
-  static constexpr std::int64_t default_max_num_batched_tokens = 8192;  // profiling batch (SchedulerConfig, offline)
-  static constexpr std::int64_t default_max_num_seqs = 256;       // sampler's profiling batch of logits
-  // CUDA graphs captured for decode batch sizes: vLLM logs "Graph capturing finished in … took 0.3–1 GiB" for
-  // 7–70B models (assumption from such logs, not measured here).
-  static constexpr Bytes cuda_graphs{0.5 * 1073741824.0};
-};
-
 // llama.cpp (CUDA backend): weights of the offloaded layers in VRAM, token embeddings in host memory, a compute
 // buffer sized for one micro-batch (n_ubatch = 512), f16 KV cache by default.
 struct LlamaCppProfile {

@@ -68,6 +68,7 @@ struct TrainOptions {
   double network_gbps = 0;
   std::string kernels = "auto";
   std::string pp_schedule;
+  std::string overlap_comm;  // DeepSpeed overlap_comm: true | false (default: DeepSpeed's by stage)
   bool tp_comm_overlap = false;
   bool ep_overlap = false;
   TrainingWorkload workload;

@@ -61,7 +61,14 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--ep-overlap", o.ep_overlap, "Expert all-to-alls overlap compute (implied by --pp-schedule dualpipe)");
   add_fit_options(cmd, o.fit);
   add_limit_options(cmd, o.limits, true);
-  cmd.add_option("--profile", o.profile, "Framework profile: pytorch (default) | none (tensor bytes only)");
+  cmd.add_option("--profile", o.profile,
+                 "Framework profile: pytorch (default; ZeRO stages as FSDP2) | deepspeed (DeepSpeed ZeRO 1-3) | none "
+                 "(tensor bytes only)");
+  cmd.add_option("--reduce-bucket-size", w.deepspeed.reduce_bucket_size,
+                 "DeepSpeed reduce_bucket_size in elements (default 5e8; HF Trainer's \"auto\" is hidden²)");
+  cmd.add_option("--prefetch-bucket-size", w.deepspeed.prefetch_bucket_size,
+                 "DeepSpeed stage3_prefetch_bucket_size in elements (default 5e7)");
+  cmd.add_option("--overlap-comm", o.overlap_comm, "DeepSpeed overlap_comm: true | false (default: true at ZeRO-3)");
   cmd.add_option("--format", o.format, "table (default) | json | csv | md");
   auto& r = o.run;
   cmd.add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
@@ -300,6 +307,10 @@ nlohmann::json train_report(const TrainOptions& o) {
     else if (o.fsdp == "hybrid_shard") { w.zero = 3; shard_group = w.gpus; }
     else throw InputError("unknown --fsdp \"" + o.fsdp + "\" (expected: full_shard, shard_grad_op, hybrid_shard, no_shard)");
   }
+  if (!o.overlap_comm.empty()) {
+    if (o.overlap_comm != "true" && o.overlap_comm != "false") throw InputError("--overlap-comm: expected true or false");
+    w.deepspeed.overlap_comm = o.overlap_comm == "true";
+  }
   w.offload_optimizer = parse_enum<Offload>(offload_names, o.offload_optimizer, "offload target");
   w.offload_params = parse_enum<Offload>(offload_names, o.offload_params, "offload target");
   if (o.network_gbps < 0) throw InputError("--network-bandwidth must be positive");
@@ -321,6 +332,25 @@ nlohmann::json train_report(const TrainOptions& o) {
   const TrainingEstimate est = estimate_training_memory(spec, memory_w);
   nlohmann::json report = training_json(spec, w, est);
   report["model"]["source"] = source.json();
+  report["deepspeed_estimator"] = nullptr;
+  if (w.profile == Profile::deepspeed && w.zero >= 2) {
+    const std::int64_t per_node = w.gpus / o.run.nodes;
+    const double total = double(count_params(spec).total.in(unit::params));
+    const double largest = deepspeed_largest_layer_params(spec);
+    const bool offload = w.offload_optimizer != Offload::none;
+    const DeepSpeedEstimate e =
+        w.zero == 2 ? deepspeed_zero2_estimate(total, per_node, o.run.nodes, offload)
+                    : deepspeed_zero3_estimate(total, largest, per_node, o.run.nodes, offload,
+                                               w.offload_params != Offload::none, /*zero_init=*/true);
+    report["deepspeed_estimator"] = {
+        {"function", w.zero == 2 ? "estimate_zero2_model_states_mem_needs" : "estimate_zero3_model_states_mem_needs"},
+        {"gpu_bytes", e.gpu.in(unit::bytes)},
+        {"cpu_bytes", e.cpu.in(unit::bytes)},
+        {"total_params", total},
+        {"largest_layer_params", w.zero == 3 ? nlohmann::json(largest) : nlohmann::json(nullptr)},
+        {"counts", "parameters, gradients and optimizer states only (no activations, buffers or CUDA context); host "
+                   "memory with DeepSpeed's 1.5x buffer factor"}};
+  }
   if (source.checkpoint && !source.checkpoint->quantization.empty())
     report["assumptions"].push_back("the checkpoint is stored " + source.checkpoint->quantization +
                                     "; training memory is for weights in --precision (or NF4 with --qlora)");

@@ -242,6 +242,12 @@ void render_train_table(const json& r, std::ostream& out) {
     fmt::print(out, "           LoRA rank {}{}: {} trainable parameters\n", w["lora"]["rank"].get<std::int64_t>(),
                w["lora"]["qlora"].get<bool>() ? " (QLoRA, NF4 base)" : "", grouped(r["trainable_params"].get<std::int64_t>()));
   memory_table(r["memory"], out);
+  if (r.contains("deepspeed_estimator") && !r["deepspeed_estimator"].is_null()) {
+    const json& d = r["deepspeed_estimator"];
+    fmt::print(out, "DeepSpeed  its own {}: {} per GPU, {} per CPU (model states only: no activations, buffers or "
+                    "context)\n",
+               d["function"].get<std::string>(), gib(d["gpu_bytes"].get<double>()), gib(d["cpu_bytes"].get<double>()));
+  }
   distributed_lines(r, out);
   fit_lines(r, out);
   run_lines(r, out);

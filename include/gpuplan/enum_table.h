@@ -1,5 +1,7 @@
-// One table per enum maps value <-> spelling; CLI choices, JSON and error messages all read it.
+// One table per enum maps value <-> spelling; CLI choices, JSON and error messages all read it. Also the one
+// spelling of a number in the library's own sentences (assumption lines).
 #pragma once
+#include <cstdio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,5 +40,14 @@ std::string_view spell(std::span<const Spelling<E>> table, E value) {
     if (e.value == value) return e.name;
   return "?";
 }
+
+namespace detail {
+// x with `digits` decimals, for assumption lines.
+inline std::string decimal(double x, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+}  // namespace detail
 
 }  // namespace gpuplan

@@ -479,3 +479,29 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu-memory-utilization", "1.5"}).code ==
         ExitCode::usage);
 }
+
+TEST_CASE("cli: DeepSpeed ZeRO and FSDP2 give different answers for the same run", "[cli][training][deepspeed]") {
+  const std::vector<std::string> run{"train", "--model", "llama-3.1-8b", "--gpus", "8", "--zero", "2", "--format", "json"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = run;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    REQUIRE(r.code == ExitCode::ok);
+    return nlohmann::json::parse(r.out);
+  };
+  const auto fsdp = with({});
+  const auto ds = with({"--profile", "deepspeed"});
+  CHECK(fsdp["deepspeed_estimator"].is_null());
+  CHECK(ds["deepspeed_estimator"]["function"] == "estimate_zero2_model_states_mem_needs");
+  // DeepSpeed's own number: 4 B + 16 B / 8 per parameter.
+  CHECK(ds["deepspeed_estimator"]["gpu_bytes"].get<double>() == 4.0 * 8'030'261'248 + 16.0 * 8'030'261'248 / 8);
+  CHECK(ds["memory"]["total_bytes"].get<double>() != Approx(fsdp["memory"]["total_bytes"].get<double>()).epsilon(0.02));
+  // A bigger reduce bucket is more memory; overlap_comm doubles the buffer.
+  const auto big = with({"--profile", "deepspeed", "--reduce-bucket-size", "1e9"});
+  CHECK(big["memory"]["total_bytes"].get<double>() > ds["memory"]["total_bytes"].get<double>());
+  const auto two = with({"--profile", "deepspeed", "--overlap-comm", "true"});
+  CHECK(two["memory"]["total_bytes"].get<double>() > ds["memory"]["total_bytes"].get<double>());
+  CHECK(run_cli({"train", "--model", "llama-3.1-8b", "--profile", "deepspeed"}).code == ExitCode::usage);  // --zero 0
+  CHECK(run_cli({"train", "--model", "llama-3.1-8b", "--gpus", "8", "--zero", "2", "--profile", "deepspeed",
+                 "--overlap-comm", "maybe"}).code == ExitCode::usage);
+}

@@ -55,7 +55,7 @@ inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, By
     const auto& m = moments[i].at;
     if (m.sum() > moments[best].at.sum()) best = i;
     double r = m.sum().in(unit::bytes);
-    if (profile == Profile::pytorch) {
+    if (torch_runtime(profile)) {
       const Bytes churn = m.activations + m.logits + m.gradients + m.kv_cache + m.overhead;
       r += PytorchProfile::fragmentation * churn.in(unit::bytes) + moments[i].new_segment.in(unit::bytes);
     }

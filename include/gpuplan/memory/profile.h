@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "../enum_table.h"
@@ -9,12 +10,28 @@
 
 namespace gpuplan {
 
-// pytorch: eager PyTorch + HF transformers (training, and generate for serving); vllm and llama.cpp: serving
-// engines; none: tensor bytes only.
-enum class Profile { pytorch, none, vllm, llama_cpp };
+// pytorch: eager PyTorch + HF transformers (training, and generate for serving), ZeRO stages as FSDP2; deepspeed:
+// the same model code trained by DeepSpeed's ZeRO optimizers; vllm and llama.cpp: serving engines; none: tensor
+// bytes only.
+enum class Profile { pytorch, none, vllm, llama_cpp, deepspeed };
 
-inline constexpr std::array<Spelling<Profile>, 4> profile_names{
-    {{Profile::pytorch, "pytorch"}, {Profile::none, "none"}, {Profile::vllm, "vllm"}, {Profile::llama_cpp, "llama.cpp"}}};
+inline constexpr std::array<Spelling<Profile>, 5> profile_names{{{Profile::pytorch, "pytorch"},
+                                                                 {Profile::none, "none"},
+                                                                 {Profile::vllm, "vllm"},
+                                                                 {Profile::llama_cpp, "llama.cpp"},
+                                                                 {Profile::deepspeed, "deepspeed"}}};
+
+// Profiles whose tensors live in PyTorch's caching allocator beside a CUDA context and cuBLAS workspaces.
+inline bool torch_runtime(Profile p) { return p == Profile::pytorch || p == Profile::deepspeed; }
+
+// DeepSpeed 0.16's ZeRO knobs that change memory (deepspeed/runtime/zero/config.py defaults). HF Trainer's "auto"
+// sets reduce_bucket_size to hidden² and the prefetch bucket to 0.9·hidden² instead.
+struct DeepSpeedConfig {
+  double reduce_bucket_size = 5e8;    // elements of each gradient bucket (ZeRO-1/2 IPG buffer, ZeRO-3 reduce buffer)
+  double prefetch_bucket_size = 5e7;  // ZeRO-3: parameter elements fetched ahead of use
+  std::optional<bool> overlap_comm;   // default: true at stage 3, false below (two IPG buffers when true)
+  bool overlaps(int stage) const { return overlap_comm.value_or(stage == 3); }
+};
 
 // Constants of the `pytorch` profile: PyTorch 2.11 + CUDA 13 on Hopper, as measured on an NVIDIA H200
 // (tests/data/calibration, field context_bytes; shared reference formulas.md §A8).

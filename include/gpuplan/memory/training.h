@@ -61,12 +61,19 @@ namespace detail {
 
 inline std::vector<std::string> training_assumptions(const ModelSpec& s, const TrainingWorkload& w, Bytes context) {
   const PrecisionRecipe pr = recipe_of(w.precision);
-  const bool pytorch = w.profile == Profile::pytorch;
+  const bool pytorch = w.profile == Profile::pytorch, deepspeed = w.profile == Profile::deepspeed;
   const bool sharded = w.dp() > 1;
   std::vector<std::string> as;
   if (pytorch)
     as.push_back("profile pytorch: PyTorch 2.11 eager + HF transformers 5.x module code, caching allocator, CUDA 13 "
                  "context measured on an H200 (" + std::to_string(std::llround(context.in(unit::bytes) / 1e6)) + " MB)");
+  else if (deepspeed)
+    as.push_back("profile deepspeed: DeepSpeed 0.16 ZeRO-" + std::to_string(w.zero) + " (bf16 flat parameters, fp32 "
+                 "master and Adam partitions, reduce_bucket_size " + detail::decimal(w.deepspeed.reduce_bucket_size / 1e6, 0) +
+                 "M elements" + (w.zero == 3 ? ", prefetch bucket " + detail::decimal(w.deepspeed.prefetch_bucket_size / 1e6, 0) + "M" : "") +
+                 ", overlap_comm " + (w.deepspeed.overlaps(w.zero) ? "true" : "false") + ") over the HF model; PyTorch "
+                 "context as profile pytorch; allocator reserve 4 % of the step's churn (the replay models FSDP2, not "
+                 "DeepSpeed's buckets); read from DeepSpeed's source, not yet checked against its logs");
   else
     as.push_back("profile none: tensor bytes only (no framework temporaries, allocator reserve or CUDA context)");
   switch (w.precision) {
@@ -95,7 +102,13 @@ inline std::vector<std::string> training_assumptions(const ModelSpec& s, const T
   if (s.model_type == "derived")
     as.push_back("model shape derived from the parameter count (Llama-2-style: hidden/layers ≈ 128, SwiGLU 8/3·h, "
                  "heads in multiples of 8, vocab 32000, untied)");
-  if (sharded)
+  if (sharded && deepspeed)
+    as.push_back(w.zero == 3 ? "DeepSpeed ZeRO-3: parameters partitioned, gathered module by module with a prefetch "
+                               "bucket; gradient partition and one reduce bucket resident"
+                 : w.zero == 2 ? "DeepSpeed ZeRO-2: full 16-bit parameters on every GPU, gradients reduced through IPG "
+                                 "buckets into this rank's partition"
+                               : "DeepSpeed ZeRO-1: full gradients, optimizer states partitioned");
+  else if (sharded)
     as.push_back(w.zero == 0 ? "data parallel: DDP with gradient buckets (a second gradient copy), NCCL buffers"
                  : w.zero == 3 ? "ZeRO-3 / FSDP2 full shard: current and prefetched layer gathered"
                  : w.zero == 2 ? "ZeRO-2 / FSDP2 shard_grad_op: parameters stay gathered between forward and backward"
@@ -114,8 +127,9 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   const bool pytorch = w.profile == Profile::pytorch;
   std::optional<Bytes> reserve;
   if (pytorch && replay) reserve = Bytes(replay_reserve(training_allocations(s, w, st, inv, m, t)));
-  const Bytes context = pytorch ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
-                                : Bytes(0);
+  const Bytes context = torch_runtime(w.profile)
+                            ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
+                            : Bytes(0);
   TrainingEstimate est;
   const ParamCounts counts = count_params(full);
   est.shape.params = counts.total;

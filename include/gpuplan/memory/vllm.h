@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <string>
 
 #include "../model.h"
 #include "../units.h"
@@ -85,15 +83,6 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
   const double sampler = moe + logits + c * (T + S) * h;  // the step's hidden states stay alive
   return std::max(dense, sampler);
 }
-
-namespace detail {
-// x with `digits` decimals, for assumption lines.
-inline std::string decimal(double x, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-}  // namespace detail
 
 inline double vllm_non_torch_bytes(std::int64_t tp) {
   return (tp > 1 ? VllmProfile::non_torch_tensor_parallel : VllmProfile::non_torch_single_gpu).in(unit::bytes);

@@ -79,6 +79,7 @@ struct TrainingWorkload {
   Offload offload_optimizer = Offload::none;  // ZeRO-Offload / ZeRO-Infinity: moments + master weights off the GPU
   Offload offload_params = Offload::none;     // ZeRO-3 parameter offload
   Profile profile = Profile::pytorch;
+  DeepSpeedConfig deepspeed;                  // --profile deepspeed
 };
 
 inline void validate(const TrainingWorkload& w) {
@@ -104,8 +105,16 @@ inline void validate(const TrainingWorkload& w) {
   if (w.lora.rank < 0 || w.lora.rank > 65536) throw InputError("--lora-rank must be between 1 and 65536");
   if (w.offload_params != Offload::none && w.zero != 3)
     throw InputError("--offload-params needs --zero 3 (parameters are offloaded from their shards)");
-  if (w.profile != Profile::pytorch && w.profile != Profile::none)
-    throw InputError("train --profile: expected pytorch or none (vllm and llama.cpp are serving engines)");
+  if (w.profile != Profile::pytorch && w.profile != Profile::none && w.profile != Profile::deepspeed)
+    throw InputError("train --profile: expected pytorch, deepspeed or none (vllm and llama.cpp are serving engines)");
+  if (w.profile == Profile::deepspeed && (w.tp > 1 || w.pp > 1 || w.cp > 1 || w.ep > 1))
+    throw InputError("--profile deepspeed models ZeRO data parallelism (HF Trainer / Accelerate); --tp, --pp, --cp "
+                     "and --ep are not modelled for it");
+  if (w.profile == Profile::deepspeed && w.zero == 0)
+    throw InputError("--profile deepspeed needs --zero 1, 2 or 3 (stage 0 is plain data parallelism)");
+  if (!(w.deepspeed.reduce_bucket_size >= 1 && w.deepspeed.reduce_bucket_size <= 1e12) ||
+      !(w.deepspeed.prefetch_bucket_size >= 0 && w.deepspeed.prefetch_bucket_size <= 1e12))
+    throw InputError("--reduce-bucket-size and --prefetch-bucket-size must be between 1 and 1e12 elements");
   if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))
     throw InputError("--lora-targets and --qlora need --lora-rank");
 }

@@ -183,8 +183,11 @@ inline void autocast_tensors(StepTensors& t, const ShardInventory& inv, const Mo
 
 // The optimizer step's temporaries on the GPU (optimizer.h), none when the step runs on the host.
 inline double step_temporaries(const ShardInventory& inv, const ModelStates& m, const TrainingWorkload& w) {
-  if (w.profile != Profile::pytorch || w.offload_optimizer != Offload::none) return 0.0;
+  if (!torch_runtime(w.profile) || w.offload_optimizer != Offload::none) return 0.0;
   const double trainable_local = inv.trainable * ((m.sharded && w.zero >= 1) ? m.train_share : 1.0);
+  // DeepSpeed ZeRO upcasts the rank's gradient partition to fp32 for its fused Adam, which updates in place
+  // (stage_1_and_2.py step: single_grad_partition = flatten(averaged_gradients).to(fp32)).
+  if (w.profile == Profile::deepspeed) return m.master > 0 ? trainable_local * 4.0 : 0.0;
   if (m.master == 0 && (w.optimizer == Optimizer::adafactor || w.optimizer == Optimizer::lion))
     return 3.0 * inv.largest_tensor * 4.0;  // per-tensor loop: fp32 update temporaries of one tensor
   return trainable_local * step_temporaries_per_param(w.optimizer, m.state_el, m.master);
@@ -218,7 +221,7 @@ inline StepTensors step_tensors(const ModelSpec& s, const TrainingWorkload& w, c
   t.loss = detail::loss_buffers(s, w, st, g, pr);
   detail::autocast_tensors(t, inv, m, s, w, pr);
   detail::gradient_tensors(t, inv, m, s, w);
-  t.workspace = w.profile == Profile::pytorch ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;
+  t.workspace = torch_runtime(w.profile) ? PytorchProfile::cublas_workspaces.in(unit::bytes) : 0.0;
   t.step_temp = detail::step_temporaries(inv, m, w);
   return t;
 }

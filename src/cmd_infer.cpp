@@ -37,7 +37,11 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
                  "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default 8192 on ≥70 GiB GPUs but A100, else 2048)");
   cmd.add_option("--max-num-seqs", w.max_num_seqs, "vLLM: max_num_seqs (default 1024 on ≥70 GiB GPUs but A100, else 256)");
   cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
-  cmd.add_option("--gpu-layers", o.gpu_layers, "llama.cpp -ngl: layers on the GPU (default all)");
+  cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
+                 "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
+  cmd.add_option("--ubatch", w.ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
+  cmd.add_option("--flash-attn", o.flash_attn, "llama.cpp -fa: on (default; auto enables it on CUDA) | off");
+  cmd.add_option("--parallel", w.parallel, "llama.cpp -np: sequences sharing the context (default 1)");
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
   auto* mc = cmd.add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
   mb->excludes(mc);
@@ -86,6 +90,8 @@ nlohmann::json infer_report(const InferOptions& o) {
   if (o.context < 0) throw InputError("--context must be positive");
   if (o.context > 0) w.context = o.context;
   if (o.gpu_layers >= 0) w.gpu_layers = o.gpu_layers;
+  if (o.flash_attn != "on" && o.flash_attn != "off") throw InputError("--flash-attn: expected on or off");
+  w.flash_attn = o.flash_attn == "on";
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;

@@ -119,7 +119,10 @@ def markdown(rows, summ):
               "are the logged values; the fused-MoE caches, the FFN-bound forward (CodeLlama) and the weights, rotary",
               "cache, budget and block arithmetic are mechanisms read from vLLM's source, not fitted. All logs are",
               "from H100s (vLLM 0.18–0.19, llm-d-planner's accuracy campaign); other GPUs use their CUDA totals.", "",
-              "Not yet checked against logs: SGLang, llama.cpp / Ollama, DeepSpeed (issue #14 stays open for them).", "",
+              "Not yet a scored log set: SGLang; llama.cpp / Ollama (profile `llama.cpp` follows 2025 builds and is",
+              "unit-tested against logged KV, compute and model buffers in `tests/unit/llama_cpp_test.cpp`); DeepSpeed",
+              "(profile `deepspeed` read from DeepSpeed 0.16's source; its own estimators reproduced exactly in",
+              "`tests/unit/deepspeed_test.cpp`). Issue #14 stays open for them.", "",
               "| case | version | quantity | logged | gpuplan | error | source |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['id']} | {r['version']} | {r['quantity']} | {fmt_value(r['quantity'], r['logged'])} | "

@@ -55,23 +55,6 @@ TEST_CASE("KV cache: MLA latent under vLLM, alternating windows, quantised KV", 
     if (mo.phase == "decode") CHECK(mo.at.kv_cache.in(unit::bytes) == (13.0 * 8192 + 13.0 * 4095) * 2 * 4 * 256 * 2);
 }
 
-TEST_CASE("llama.cpp: partial offload splits weights and KV between VRAM and RAM", "[memory][inference]") {
-  InferenceWorkload w;
-  w.profile = Profile::llama_cpp;
-  w.weights = WeightFormat::q4_k_m;
-  w.gpu_layers = 16;
-  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
-  const auto half = estimate_inference_memory(m, w);
-  const WeightBytes wb = weight_bytes(m, WeightFormat::q4_k_m);
-  double first16 = 0;
-  for (int l = 0; l < 16; ++l) first16 += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
-  CHECK(half.memory.components.weights.in(unit::bytes) == Approx(first16));
-  // Host: token embeddings, the other 16 layers, the output layer and their KV.
-  const double ctx = 1024 + 256, kv_layer = 2.0 * 8 * 128 * 2;
-  CHECK(half.serving.host_memory->in(unit::bytes) ==
-        Approx(wb.embedding.in(unit::bytes) + (wb.total() - wb.embedding).in(unit::bytes) - first16 + 16 * ctx * kv_layer));
-}
-
 TEST_CASE("serving_throughput: roofline by hand", "[throughput]") {
   const Device& h100 = builtin_catalog().get("h100-sxm");
   const ModelSpec& m = find_preset("llama-3.1-8b").spec;

@@ -11,6 +11,7 @@
 #include "allocator.h"
 #include "profile.h"
 #include "training.h"
+#include "llama_cpp.h"
 #include "vllm.h"
 
 namespace gpuplan {
@@ -31,7 +32,10 @@ struct InferenceWorkload {
   std::int64_t chunked_prefill = 0;          // tokens per prefill chunk (0: the whole prompt at once)
   double gpu_memory_utilization = VllmProfile::default_gpu_memory_utilization;
   std::int64_t max_num_seqs = 0;             // vLLM: sequences the sampler is profiled with (0: its default)
-  std::optional<std::int64_t> gpu_layers;    // llama.cpp -ngl (default: every layer)
+  std::optional<std::int64_t> gpu_layers;    // llama.cpp -ngl: repeating layers from the last, then the output
+  std::int64_t ubatch = LlamaCppProfile::n_ubatch;  // llama.cpp -ub: tokens per compute ubatch
+  bool flash_attn = true;                    // llama.cpp -fa (auto turns it on for CUDA)
+  std::int64_t parallel = 1;                 // llama.cpp -np: sequences sharing n_ctx
   std::optional<Bytes> device_memory;        // the GPU's usable memory (the driver's total)
   std::optional<Bytes> cuda_total;           // what cudaMemGetInfo reports as the total: vLLM's budget base
   bool device_is_a100 = false;               // vLLM picks smaller scheduler defaults on the A100
@@ -48,6 +52,8 @@ inline void validate(const InferenceWorkload& w) {
   if (!(w.gpu_memory_utilization > 0 && w.gpu_memory_utilization <= 1))
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
   if (w.gpu_layers && *w.gpu_layers < 0) throw InputError("--gpu-layers must be 0 or more");
+  if (w.ubatch < 1 || w.ubatch > 1'000'000) throw InputError("--ubatch must be between 1 and 1,000,000");
+  if (w.parallel < 1 || w.parallel > 65536) throw InputError("--parallel must be between 1 and 65536");
   if (w.max_num_seqs < 0 || w.max_num_seqs > 1'000'000) throw InputError("--max-num-seqs must be between 1 and 1,000,000");
 }
 
@@ -437,36 +443,43 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   return est;
 }
 
-// llama.cpp: the first n layers' weights and KV on the GPU (-ngl), the output layer too when every layer is,
-// token embeddings always in host memory; a compute buffer for one micro-batch.
+// llama.cpp (memory/llama_cpp.h): the buffers its log prints per device. -ngl n puts the last n repeating layers
+// on the GPU and, when n exceeds them, the output layer too; token embeddings always stay in host memory.
 inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                             const InferenceTensors& t) {
   const WeightBytes& wb = t.wb;
-  const double kv_layer_tok = t.kv_layer_tok, context = t.len, ffn_width = t.ffn_width;
-  const std::int64_t n = std::min<std::int64_t>(s.layers, w.gpu_layers.value_or(s.layers));
-  const double tp = double(w.tp);
-  double gpu_w = 0, host_w = wb.embedding.in(unit::bytes);
-  for (std::int64_t l = 0; l < s.layers; ++l) (l < n ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
-  (n == s.layers ? gpu_w : host_w) += wb.output.in(unit::bytes);
-  const double b = double(w.batch);
-  const double gpu_kv = b * sequence_kv(s, kv_layer_tok, context, 0, n, t.state_layer);
-  const double host_kv = b * sequence_kv(s, kv_layer_tok, context, n, s.layers, t.state_layer);
-  // Compute buffer (flash attention on): logits of one micro-batch in fp32 and its widest activations, an
-  // approximation of ggml's graph allocator (gguf-parser computes it op by op).
-  const double ub = double(LlamaCppProfile::n_ubatch);
-  // (With -ngl 0 the CUDA backend still runs large prompt-processing matmuls on the GPU: context and buffer stay.)
-  const double compute = ub * 4.0 * (double(s.vocab) + 3.0 * double(s.hidden) + 2.0 * ffn_width);
+  const std::int64_t L = s.layers;
+  const std::int64_t ngl = std::min<std::int64_t>(L + 1, w.gpu_layers.value_or(L + 1));
+  const std::int64_t first_gpu = std::max<std::int64_t>(L - ngl, 0);
+  const bool output_on_gpu = ngl > L;
+  const auto n_ctx = static_cast<std::int64_t>(t.len);
+  double gpu_w = 0, host_w = wb.embedding.in(unit::bytes), gpu_kv = 0, host_kv = 0;
+  for (std::int64_t l = 0; l < L; ++l) {
+    const bool gpu = l >= first_gpu;
+    (gpu ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
+    const double kv = s.is_linear_layer(l) ? double(w.parallel) * t.state_layer
+                                           : llama_cpp_cells(s, l, n_ctx, w.parallel, w.ubatch) * t.kv_layer_tok;
+    (gpu ? gpu_kv : host_kv) += kv;
+  }
+  (output_on_gpu ? gpu_w : host_w) += wb.output.in(unit::bytes);
+  const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad));
+  // The GPU reserves its layers' attention phase, and the logits when it holds the output layer.
+  const double compute = llama_cpp_compute_bytes(s, cells, w.ubatch, w.flash_attn, output_on_gpu);
   MemoryComponents m;
-  m.weights = Bytes(gpu_w / tp);
+  m.weights = Bytes(gpu_w / double(w.tp));
   m.kv_cache = Bytes(gpu_kv);
   m.activations = Bytes(compute);
-  Moment mo{"serve", "weights, KV and compute buffer", m};
+  Moment mo{"serve", "model, KV and compute buffers", m};
   est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
+  est.serving.engine = "llama.cpp";
   est.serving.host_memory = Bytes(host_w + host_kv);
-  est.serving.gpu_layers = n;
-  est.assumptions.push_back("profile llama.cpp: " + std::to_string(n) + " of " + std::to_string(s.layers) +
-                            " layers on the GPU, token embeddings in host memory, n_ubatch 512, flash attention; "
-                            "CUDA context ~0.35 GB");
+  est.serving.gpu_layers = ngl;
+  est.assumptions.push_back(
+      "profile llama.cpp (CUDA, 2025 builds): -ngl " + std::to_string(ngl) + " of " + std::to_string(L + 1) +
+      " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +
+      std::to_string(n_ctx) + " padded to 256 cells" + (llama_cpp_iswa(s) ? ", sliding-window layers in their own cache" : "") +
+      "; n_ubatch " + std::to_string(w.ubatch) + ", flash attention " + (w.flash_attn ? "on" : "off") +
+      "; CUDA context ~0.35 GB");
   return est;
 }
 

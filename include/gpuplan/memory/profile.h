@@ -52,13 +52,4 @@ struct PytorchProfile {
   static constexpr double fragmentation = 0.04;
 };
 
-// llama.cpp (CUDA backend): weights of the offloaded layers in VRAM, token embeddings in host memory, a compute
-// buffer sized for one micro-batch (n_ubatch = 512), f16 KV cache by default.
-struct LlamaCppProfile {
-  static constexpr std::int64_t n_ubatch = 512;
-  // CUDA context and cuBLAS of a plain CUDA process: about 0.3–0.4 GB (pytorch issues #107667, #109888 quote
-  // ~300–400 MB with lazy loading); llama.cpp loads far fewer kernels than PyTorch.
-  static constexpr Bytes cuda_context{350e6};
-};
-
 }  // namespace gpuplan

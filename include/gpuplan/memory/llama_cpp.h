@@ -1,0 +1,60 @@
+// llama.cpp's own buffers, as its start-up log prints them (CUDA backend, builds of mid/late 2025:
+// src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp, src/llama-context.cpp graph_reserve):
+//   model buffer  the tensors of the offloaded layers (-ngl counts the repeating layers from the last one back,
+//                 then the output layer); token embeddings stay in host memory (CPU_Mapped)
+//   KV buffer     n_ctx padded to 256 cells × every layer's K and V rows in type_k / type_v; interleaved
+//                 sliding-window layers (Gemma 2/3, gpt-oss) get their own cache of n_swa·n_seq + n_ubatch cells
+//   compute       ggml's graph allocator reserves the worst ubatch: the f32 attention scores without flash
+//                 attention, or the f32 logits of n_ubatch outputs, whichever is larger
+// Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "../model.h"
+#include "../units.h"
+
+namespace gpuplan {
+
+struct LlamaCppProfile {
+  static constexpr std::int64_t n_ubatch = 512;  // common_params.n_ubatch default
+  static constexpr std::int64_t kv_pad = 256;    // llama_kv_cache: "padding = 256"
+  // CUDA context and cuBLAS of a plain CUDA process: about 0.3–0.4 GB (pytorch issues #107667, #109888 quote
+  // ~300–400 MB with lazy loading); llama.cpp loads far fewer kernels than PyTorch.
+  static constexpr Bytes cuda_context{350e6};
+  // Beside the largest intermediate, the graph keeps f32 rows of the hidden size per ubatch token: in the attention
+  // phase the residual, the normed input, Q and the K and V rows being written to the cache (5); at the output the
+  // final norm and its input (2). Read off the logged compute buffers of Phi-3, Mistral 7B, Llama 3.1 405B, Qwen3.
+  static constexpr double attention_hidden_rows = 5, output_hidden_rows = 2;
+};
+
+inline std::int64_t llama_cpp_pad(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
+
+// Whether llama.cpp gives the model's windowed layers a cache of their own: only models that interleave windowed
+// and full layers (a uniform window, as Mistral 7B v0.1 or Phi-3 declare, is run as full attention).
+inline bool llama_cpp_iswa(const ModelSpec& s) {
+  bool sliding = false, full = false;
+  for (std::int64_t l = 0; l < s.layers; ++l) (s.is_sliding_layer(l) ? sliding : full) = true;
+  return sliding && full && !s.chunked_attention;
+}
+
+// Cells of a layer's cache for a context of n_ctx tokens (and n_seq sequences sharing it).
+inline double llama_cpp_cells(const ModelSpec& s, std::int64_t layer, std::int64_t n_ctx, std::int64_t n_seq,
+                              std::int64_t ubatch) {
+  const std::int64_t base = llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad);
+  if (!llama_cpp_iswa(s) || !s.is_sliding_layer(layer)) return double(base);
+  return double(std::min(base, llama_cpp_pad(s.sliding_window * n_seq + ubatch, LlamaCppProfile::kv_pad)));
+}
+
+// The compute buffer of a device (f32 graph of one ubatch); `output`: it holds the output layer.
+inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int64_t ubatch, bool flash_attn,
+                                      bool output_here) {
+  const double ub = double(ubatch), h = double(s.hidden);
+  const double scores = flash_attn ? 0.0 : double(s.heads) * cells * ub * 4.0;
+  const double mask = cells * ub * 2.0;  // f16 KQ mask
+  const double attention = scores + mask + LlamaCppProfile::attention_hidden_rows * h * ub * 4.0;
+  const double logits = double(s.vocab) * ub * 4.0 + LlamaCppProfile::output_hidden_rows * h * ub * 4.0;
+  return output_here ? std::max(attention, logits) : attention;
+}
+
+}  // namespace gpuplan

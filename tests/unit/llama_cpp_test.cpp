@@ -1,0 +1,78 @@
+// llama.cpp's buffers by hand, and against the numbers its start-up log printed.
+#include <catch2/catch.hpp>
+#include <gpuplan/memory/inference.h>
+#include <gpuplan/model_presets.h>
+#include <gpuplan/quant.h>
+
+using namespace gpuplan;
+
+namespace {
+constexpr double kMiB = 1048576.0;
+InferenceWorkload llama_cpp(std::int64_t n_ctx) {
+  InferenceWorkload w;
+  w.profile = Profile::llama_cpp;
+  w.context = n_ctx;
+  return w;
+}
+}  // namespace
+
+TEST_CASE("llama.cpp: -ngl counts repeating layers from the last one, then the output layer", "[llama.cpp]") {
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  const WeightBytes wb = weight_bytes(m, WeightFormat::q4_k_m);
+  auto w = llama_cpp(4096);
+  w.weights = WeightFormat::q4_k_m;
+  w.gpu_layers = 16;  // layers 16..31 on the GPU; output (and embeddings) on the host
+  const auto half = estimate_inference_memory(m, w);
+  double last16 = 0;
+  for (int l = 16; l < 32; ++l) last16 += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
+  CHECK(half.memory.components.weights.in(unit::bytes) == Approx(last16));
+  const double kv_layer = 4096.0 * 2 * 8 * 128 * 2;  // cells × K and V rows of 8 KV heads × 128, f16
+  CHECK(half.memory.components.kv_cache.in(unit::bytes) == Approx(16 * kv_layer));
+  CHECK(half.serving.host_memory->in(unit::bytes) ==
+        Approx((wb.total().in(unit::bytes) - last16) + 16 * kv_layer));
+  // -ngl 32 on a 32-layer model: every repeating layer, the output layer still on the host ("offloaded 32/33").
+  w.gpu_layers = 32;
+  const auto all_but_output = estimate_inference_memory(m, w);
+  CHECK(all_but_output.memory.components.weights.in(unit::bytes) ==
+        Approx((wb.total() - wb.embedding - wb.output).in(unit::bytes)));
+  w.gpu_layers = 33;
+  CHECK(estimate_inference_memory(m, w).memory.components.weights.in(unit::bytes) ==
+        Approx((wb.total() - wb.embedding).in(unit::bytes)));
+}
+
+TEST_CASE("llama.cpp: KV cells padded to 256; interleaved sliding layers get their own cache", "[llama.cpp]") {
+  // n_ctx 1000 → 1024 cells: Llama 3.1 8B, 32 layers × 1024 × 2 × 1024 (8 heads × 128) × 2 B = 128 MiB.
+  CHECK(estimate_inference_memory(find_preset("llama-3.1-8b").spec, llama_cpp(1000)).memory.components.kv_cache.in(
+            unit::bytes) == 128 * kMiB);
+  // gpt-oss-20b at n_ctx 131072, logged by llama.cpp (llama_kv_cache_unified_iswa): non-SWA 131072 cells × 12
+  // layers = 3072 MiB; SWA min(131072, pad(128·1 + 512, 256)) = 768 cells × 12 layers = 18 MiB.
+  CHECK(llama_cpp_cells(find_preset("gpt-oss-20b").spec, 0, 131072, 1, 512) == 768);
+  CHECK(estimate_inference_memory(find_preset("gpt-oss-20b").spec, llama_cpp(131072)).memory.components.kv_cache.in(
+            unit::bytes) == (3072 + 18) * kMiB);
+  // A uniform window (Phi-3 mini declares sliding_window 2047 on every layer) runs as full attention: 4096 cells ×
+  // 32 layers × 2 × 3072 × 2 B = 1536 MiB, as logged.
+  CHECK(estimate_inference_memory(find_preset("phi-3-mini").spec, llama_cpp(4096)).memory.components.kv_cache.in(
+            unit::bytes) == 1536 * kMiB);
+}
+
+TEST_CASE("llama.cpp: the compute buffer is the larger of the f32 scores and the f32 logits", "[llama.cpp]") {
+  // Qwen3-0.6B, n_ctx 4096, n_ubatch 512, flash attention off; logged CPU compute buffer 300.75 MiB: logits
+  // 151,936 × 512 × 4 B = 296.75 MiB plus two f32 hidden rows (2 × 1024 × 512 × 4 B = 4 MiB) beat the scores
+  // (16 heads × 4096 × 512 × 4 B = 128 MiB).
+  const ModelSpec& q = find_preset("qwen3-0.6b").spec;
+  CHECK(llama_cpp_compute_bytes(q, 4096, 512, false, true) == 300.75 * kMiB);
+  // Mistral 7B, n_ctx 8192, n_ubatch 256, flash attention off; logged 280.00 MiB: the scores 32 × 8192 × 256 × 4 B
+  // = 256 MiB, the f16 mask 4 MiB and five f32 hidden rows 20 MiB.
+  CHECK(llama_cpp_compute_bytes(find_preset("mistral-7b").spec, 8192, 256, false, true) == 280 * kMiB);
+  // With flash attention the scores are never materialised; without the output layer there are no logits.
+  CHECK(llama_cpp_compute_bytes(q, 4096, 512, true, false) < 20 * kMiB);
+}
+
+TEST_CASE("llama.cpp: bad engine knobs are refused", "[llama.cpp]") {
+  auto w = llama_cpp(4096);
+  w.ubatch = 0;
+  CHECK_THROWS_AS(estimate_inference_memory(find_preset("qwen3-0.6b").spec, w), InputError);
+  w = llama_cpp(4096);
+  w.parallel = 0;
+  CHECK_THROWS_AS(estimate_inference_memory(find_preset("qwen3-0.6b").spec, w), InputError);
+}

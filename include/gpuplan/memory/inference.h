@@ -431,9 +431,11 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
   est.assumptions.push_back(
       std::string("profile vllm ") + VllmProfile::version + " (V1 engine): budget " + fixed(w.gpu_memory_utilization, 2) +
-      " × the CUDA total" + (w.cuda_total ? "" : " (taken as the driver's total)") + "; profiling step of " +
+      " × the CUDA total" + (w.cuda_total || !total ? "" : " (taken as the driver's total)") + "; profiling step of " +
       std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
-      (w.chunked_prefill > 0 || w.max_num_seqs > 0 ? "" : " (vllm serve defaults for this GPU)") +
+      (w.chunked_prefill > 0 || w.max_num_seqs > 0 ? ""
+       : total                                   ? " (vllm serve defaults for this GPU)"
+                                                 : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
       "; non-torch " + fixed(non_torch / gib, 2) + " GiB; CUDA graphs " + fixed(graphs / gib, 2) +
       " GiB outside the budget; KV blocks of 16 tokens");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");

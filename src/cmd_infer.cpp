@@ -31,10 +31,12 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--group-size", w.group_size, "GPTQ/AWQ quantisation group size (default 128)");
   cmd.add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
   cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
-  cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | llama.cpp | none");
+  cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | none");
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
   cmd.add_option("--chunked-prefill,--max-num-batched-tokens", w.chunked_prefill,
                  "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default 8192 on ≥70 GiB GPUs but A100, else 2048)");
+  cmd.add_option("--mem-fraction-static", w.mem_fraction_static,
+                 "SGLang: share of the free memory for weights + token pool (default: its heuristic for the GPU)");
   cmd.add_option("--max-num-seqs", w.max_num_seqs, "vLLM: max_num_seqs (default 1024 on ≥70 GiB GPUs but A100, else 256)");
   cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
@@ -109,7 +111,7 @@ nlohmann::json infer_report(const InferOptions& o) {
   nlohmann::json solve = nullptr;
   auto fits = [&](const InferenceWorkload& v) {
     const auto e = estimate_inference_memory(spec, v);
-    if (v.profile == Profile::vllm)
+    if (v.profile == Profile::vllm || v.profile == Profile::sglang)
       return e.serving.starts.value_or(false) && *e.serving.max_concurrency >= double(v.batch);
     return e.memory.total <= device->capacity();
   };

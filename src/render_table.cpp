@@ -268,7 +268,17 @@ void render_infer_table(const json& r, std::ostream& out) {
       if (v.is_number()) fmt::print(out, "Solved     {} = {}\n", k, grouped(v.get<std::int64_t>()));
   memory_table(r["memory"], out);
   const json& sv = r["serving"];
-  if (!sv["budget_bytes"].is_null()) {
+  if (!sv["min_mem_fraction_static"].is_null()) {
+    // SGLang's start-up lines, in its own terms.
+    fmt::print(out, "\n{}: static pool {} = weights {} + KV cache {}; {} left to activations and CUDA graphs\n",
+               sv["engine"].get<std::string>(), gib(sv["budget_bytes"].get<double>()),
+               gib(r["memory"]["components"]["weights"].get<double>()), gib(sv["kv_pool_bytes"].get<double>()),
+               gib(r["memory"]["components"]["overhead"].get<double>()));
+    fmt::print(out, "           KV Cache #tokens {} (max_total_num_tokens); {:.2f} concurrent sequences of {} tokens; "
+                    "smallest mem_fraction_static that holds one {:.3f}\n",
+               grouped(sv["kv_tokens"].get<std::int64_t>()), sv["max_concurrent_sequences"].get<double>(),
+               grouped(w["context_tokens"].get<std::int64_t>()), sv["min_mem_fraction_static"].get<double>());
+  } else if (!sv["budget_bytes"].is_null()) {
     // vLLM's start-up lines, in its own terms.
     fmt::print(out, "\n{}: budget {} = weights {} + activation peak {} + non-torch {} + KV pool {}; CUDA graphs {} "
                     "outside\n",

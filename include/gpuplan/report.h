@@ -145,6 +145,7 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
                                {"starts", opt(sv.starts)},
                                {"largest_max_model_len", opt(sv.largest_max_model_len)},
                                {"min_gpu_memory_utilization", opt(sv.min_gpu_memory_utilization)},
+                               {"min_mem_fraction_static", opt(sv.min_mem_fraction_static)},
                                {"host_memory_bytes", opt_bytes(sv.host_memory)},
                                {"gpu_layers", opt(sv.gpu_layers)}};
   return {{"schema", schema_id},

@@ -505,3 +505,16 @@ TEST_CASE("cli: DeepSpeed ZeRO and FSDP2 give different answers for the same run
   CHECK(run_cli({"train", "--model", "llama-3.1-8b", "--gpus", "8", "--zero", "2", "--profile", "deepspeed",
                  "--overlap-comm", "maybe"}).code == ExitCode::usage);
 }
+
+TEST_CASE("cli: SGLang answers in its terms", "[cli][inference][sglang]") {
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["serving"]["engine"] == "sglang 0.5");
+  CHECK(j["serving"]["kv_tokens"].get<std::int64_t>() > 100'000);
+  CHECK(j["serving"]["min_mem_fraction_static"].get<double>() < 0.835);
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100"});
+  CHECK(r.out.find("KV Cache #tokens") != std::string::npos);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--mem-fraction-static", "1.2"}).code ==
+        ExitCode::usage);
+}

@@ -9,6 +9,7 @@ settings (engine flags under their engine names) and every logged number it mode
 
   vllm   weights_gib ("Model loading took"), activation_gib ("torch peak memory increase"), non_torch_gib,
          kv_cache_gib ("Available KV cache memory"), kv_tokens ("GPU KV cache size"), max_concurrency
+  sglang kv_tokens ("KV Cache is allocated. #tokens"), k_size_gib ("K size")
 
 Error = predicted / logged − 1. Limits (issue #14): weights median ≤ 2 %; KV tokens and concurrency median ≤ 5 %,
 worst ≤ 15 %. Exits 1 when a limit is exceeded or a case fails to run.
@@ -64,8 +65,25 @@ def vllm_predicted(r):
             "max_concurrency": sv["max_concurrent_sequences"]}
 
 
-ENGINES = {"vllm": (vllm_command, vllm_predicted)}
-GROUP = {"weights_gib": "weights", "kv_tokens": "kv capacity", "max_concurrency": "kv capacity",
+def sglang_command(binary, c):
+    s = c["settings"]
+    args = [binary, "infer", "--model", c["model"], "--profile", "sglang", "--gpu", c["gpu"],
+            "--tp", str(s["tensor_parallel_size"]), "--context", str(s["context_length"]), "--format", "json"]
+    if s.get("mem_fraction_static"):
+        args += ["--mem-fraction-static", str(s["mem_fraction_static"])]
+    if s.get("quantization"):
+        args += ["--weights", s["quantization"]]
+    return args
+
+
+def sglang_predicted(r):
+    sv = r["serving"]
+    return {"kv_tokens": sv["kv_tokens"],
+            "k_size_gib": sv["kv_tokens"] * r["memory"]["kv_cache_bytes_per_token"] / 2 / GIB}
+
+
+ENGINES = {"vllm": (vllm_command, vllm_predicted), "sglang": (sglang_command, sglang_predicted)}
+GROUP = {"weights_gib": "weights", "kv_tokens": "kv capacity", "max_concurrency": "kv capacity", "k_size_gib": "kv pool",
          "kv_cache_gib": "kv pool", "activation_gib": "activation", "non_torch_gib": "non-torch"}
 
 
@@ -119,14 +137,23 @@ def markdown(rows, summ):
               "are the logged values; the fused-MoE caches, the FFN-bound forward (CodeLlama) and the weights, rotary",
               "cache, budget and block arithmetic are mechanisms read from vLLM's source, not fitted. All logs are",
               "from H100s (vLLM 0.18–0.19, llm-d-planner's accuracy campaign); other GPUs use their CUDA totals.", "",
-              "Not yet a scored log set: SGLang; llama.cpp / Ollama (profile `llama.cpp` follows 2025 builds and is",
-              "unit-tested against logged KV, compute and model buffers in `tests/unit/llama_cpp_test.cpp`); DeepSpeed",
+              "## SGLang", "",
+              "Profile `sglang` follows `server_args._handle_gpu_memory_settings` (v0.5.4 on) and",
+              "`profile_max_num_token` (`include/gpuplan/memory/sglang.h`): mem_fraction_static of the memory free",
+              "at start holds the weights and the token pool. One logged start-up so far (SGLang 0.4.9 with the",
+              "fraction given, so only the pool arithmetic is checked; the default heuristic is unit-tested).", "",
+              "Not yet a scored log set: SGLang beyond that one; llama.cpp / Ollama (profile `llama.cpp` follows 2025",
+              "builds and is unit-tested against logged KV, compute and model buffers in",
+              "`tests/unit/llama_cpp_test.cpp`); DeepSpeed",
               "(profile `deepspeed` read from DeepSpeed 0.16's source; its own estimators reproduced exactly in",
               "`tests/unit/deepspeed_test.cpp`). Issue #14 stays open for them.", "",
-              "| case | version | quantity | logged | gpuplan | error | source |", "|---|---|---|---|---|---|---|"]
+              "## Every logged number", "",
+              "| engine | case | version | quantity | logged | gpuplan | error | source |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['id']} | {r['version']} | {r['quantity']} | {fmt_value(r['quantity'], r['logged'])} | "
-                     f"{fmt_value(r['quantity'], r['predicted'])} | {r['error'] * 100:+.1f} % | {r['source']} |")
+        lines.append(f"| {r['engine']} | {r['id']} | {r['version']} | {r['quantity']} | "
+                     f"{fmt_value(r['quantity'], r['logged'])} | {fmt_value(r['quantity'], r['predicted'])} | "
+                     f"{r['error'] * 100:+.1f} % | {r['source']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -90,3 +90,27 @@ TEST_CASE("vLLM: whether it starts, the longest max_model_len and the smallest u
   CHECK(*t.serving.largest_max_model_len == *t.serving.kv_tokens);
   CHECK(*t.serving.largest_max_model_len < 131'072);
 }
+
+TEST_CASE("SGLang: mem_fraction_static by its heuristic, the token pool by profile_max_num_token", "[sglang]") {
+  // server_args._handle_gpu_memory_settings, H100 (nvidia-smi 81,559 MiB): chunked prefill 8192, CUDA graphs up to
+  // batch 256 (TP < 4) → reserved 512 + 1.5·8192 + 2·256 + 1/8·1024 = 13,440 MB → round(68,119 / 81,559, 3).
+  CHECK(sglang_defaults(81559, 1).mem_fraction_static == Approx(0.835));
+  // TP 4: batch 512 and 4/8·1024 → 14,336 MB → 0.824. RTX 4090 (24,564 MiB): 2048 and 24 → 3,760 MB → 0.847.
+  CHECK(sglang_defaults(81559, 4).mem_fraction_static == Approx(0.824));
+  CHECK(sglang_defaults(24564, 1).mem_fraction_static == Approx(0.847));
+  // Qwen3-235B-A22B FP8 on 4 × H100 at 0.93 (vllm issue #21348): SGLang logged 367,404 tokens, K size 8.23 GB.
+  InferenceWorkload w;
+  w.profile = Profile::sglang;
+  w.tp = 4;
+  w.weights = WeightFormat::fp8;
+  w.mem_fraction_static = 0.93;
+  w.device_memory = Bytes(85'520'809'984.0);
+  w.cuda_total = Bytes(kH100CudaTotal);
+  const auto e = estimate_inference_memory(find_preset("qwen3-235b-a22b").spec, w);
+  // One token: 94 layers × K and V × 1 KV head per GPU (4 over TP 4) × 128 × 2 B.
+  CHECK(e.kv_bytes_per_token.in(unit::bytes) == 94.0 * 2 * 128 * 2);
+  CHECK(double(*e.serving.kv_tokens) == Approx(367'404).epsilon(0.02));
+  const double free0 = kH100CudaTotal - 0.51 * kGiB - (2.1 - 0.25) * kGiB;
+  CHECK(e.serving.kv_pool->in(unit::bytes) ==
+        Approx(0.93 * free0 - e.memory.components.weights.in(unit::bytes)));
+}

@@ -12,6 +12,7 @@
 #include "profile.h"
 #include "training.h"
 #include "llama_cpp.h"
+#include "sglang.h"
 #include "vllm.h"
 
 namespace gpuplan {
@@ -32,6 +33,7 @@ struct InferenceWorkload {
   std::int64_t chunked_prefill = 0;          // tokens per prefill chunk (0: the whole prompt at once)
   double gpu_memory_utilization = VllmProfile::default_gpu_memory_utilization;
   std::int64_t max_num_seqs = 0;             // vLLM: sequences the sampler is profiled with (0: its default)
+  double mem_fraction_static = 0;            // SGLang: weights + token pool share of the free memory (0: default)
   std::optional<std::int64_t> gpu_layers;    // llama.cpp -ngl: repeating layers from the last, then the output
   std::int64_t ubatch = LlamaCppProfile::n_ubatch;  // llama.cpp -ub: tokens per compute ubatch
   bool flash_attn = true;                    // llama.cpp -fa (auto turns it on for CUDA)
@@ -55,6 +57,8 @@ inline void validate(const InferenceWorkload& w) {
   if (w.ubatch < 1 || w.ubatch > 1'000'000) throw InputError("--ubatch must be between 1 and 1,000,000");
   if (w.parallel < 1 || w.parallel > 65536) throw InputError("--parallel must be between 1 and 65536");
   if (w.max_num_seqs < 0 || w.max_num_seqs > 1'000'000) throw InputError("--max-num-seqs must be between 1 and 1,000,000");
+  if (!(w.mem_fraction_static >= 0 && w.mem_fraction_static <= 1))
+    throw InputError("--mem-fraction-static must be in (0, 1]");
 }
 
 // What an engine reports at start-up, in its own terms: vLLM's budget and KV pool, llama.cpp's host memory.
@@ -73,6 +77,7 @@ struct ServingDetails {
   std::optional<bool> starts;                   // vLLM: the pool holds one max_model_len request
   std::optional<std::int64_t> largest_max_model_len;  // vLLM: the longest max_model_len that starts
   std::optional<double> min_gpu_memory_utilization;   // vLLM: the smallest utilization that starts
+  std::optional<double> min_mem_fraction_static;      // SGLang: the smallest fraction that holds one sequence
   std::optional<Bytes> host_memory;             // llama.cpp: weights and KV kept in RAM
   std::optional<std::int64_t> gpu_layers;       // llama.cpp: layers on the GPU
 };
@@ -167,7 +172,7 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
   const bool hf = w.profile == Profile::pytorch || w.profile == Profile::none;
   t.len = w.context ? double(*w.context) : t.sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - (hf ? 1.0 : 0.0);
   // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated.
-  t.latent = s.mla_enabled && w.profile == Profile::vllm;
+  t.latent = s.mla_enabled && (w.profile == Profile::vllm || w.profile == Profile::sglang);
   double kv_split = double(w.tp);
   if (!t.latent && !s.mla_enabled && s.kv_heads < w.tp) kv_split = double(s.kv_heads);
   if (t.latent) kv_split = 1;
@@ -445,6 +450,53 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   return est;
 }
 
+// SGLang (memory/sglang.h): mem_fraction_static of the memory free at start holds the weights and the token pool;
+// the rest is left to activations and CUDA graphs. Without a device: what the batch needs.
+inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
+                                         const InferenceTensors& t) {
+  const double gib = 1073741824.0;
+  const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
+  const SglangDefaults d = sglang_defaults((w.device_memory ? w.device_memory->in(unit::bytes) : 80e9) / 1048576.0, w.tp);
+  const double fraction = w.mem_fraction_static > 0 ? w.mem_fraction_static : d.mem_fraction_static;
+  const double weights = t.weights + vllm_rotary_cache_bytes(s, t.c);
+  // Before the first weight: the CUDA context and, with tensor parallelism, NCCL and custom all-reduce buffers (the
+  // same PyTorch and NCCL as vLLM; its logged figures).
+  const double init = VllmProfile::cuda_context.in(unit::bytes) +
+                      (w.tp > 1 ? vllm_non_torch_bytes(w.tp) - vllm_non_torch_bytes(1) : 0.0);
+  const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
+  ServingDetails& sv = est.serving;
+  sv.engine = std::string("sglang ") + SglangProfile::version;
+  MemoryComponents m;
+  m.weights = Bytes(weights);
+  if (total) {
+    const double free0 = total->in(unit::bytes) - init;
+    const double pool = fraction * free0 - weights;
+    const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
+    sv.budget = Bytes(fraction * free0);
+    sv.kv_pool = Bytes(pool);
+    sv.kv_tokens = tokens;
+    sv.max_concurrency = double(tokens) / t.len;
+    sv.starts = tokens > 0;
+    sv.largest_max_model_len = s.max_positions > 0 ? std::min(tokens, s.max_positions) : tokens;
+    sv.min_mem_fraction_static = (weights + t.len * per_token) / free0;
+    m.kv_cache = Bytes(std::max(0.0, pool));
+    m.overhead = Bytes((1.0 - fraction) * free0);  // left to activations and CUDA graphs
+  } else {
+    m.kv_cache = Bytes(double(w.batch) * t.len * per_token);
+  }
+  Moment mo{"serve", total ? "static pool and the share left to activations" : "KV for the batch", m};
+  est.memory = summarize({mo}, Profile::none, Bytes(init));
+  est.assumptions.push_back(
+      std::string("profile sglang ") + SglangProfile::version + ": mem_fraction_static " + detail::decimal(fraction, 3) +
+      (w.mem_fraction_static > 0 ? "" : " (its default for this GPU: chunked prefill " +
+                                            std::to_string(d.chunked_prefill_size) + ", CUDA graphs up to batch " +
+                                            std::to_string(d.cuda_graph_max_bs) + ")") +
+      " of the memory free at start holds weights and the token pool; the rest is left to activations and CUDA "
+      "graphs; read from SGLang's source, not yet checked against its logs");
+  if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not SGLang's pre-allocated pool");
+  return est;
+}
+
 // llama.cpp (memory/llama_cpp.h): the buffers its log prints per device. -ngl n puts the last n repeating layers
 // on the GPU and, when n exceeds them, the output layer too; token embeddings always stay in host memory.
 inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
@@ -513,6 +565,7 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
     est.assumptions.push_back("chunked-attention layers keep at most " + std::to_string(s.sliding_window) +
                               " tokens (the current chunk)");
   if (w.profile == Profile::vllm) return vllm_estimate(est, s, w, t);
+  if (w.profile == Profile::sglang) return sglang_estimate(est, s, w, t);
   if (w.profile == Profile::llama_cpp) return llama_cpp_estimate(est, s, w, t);
 
   std::optional<Bytes> reserve;

@@ -95,6 +95,14 @@ struct InferenceEstimate {
   std::vector<std::string> assumptions;
 };
 
+// The rotary cos/sin cache serving engines (vLLM, SGLang) keep as a buffer beside the weights: max_position_embeddings
+// × rotary dims in the model dtype, on every GPU (vLLM 0.19 logged Llama 3.1 8B's weights as 14.99 GiB = 16.06 GB of
+// parameters + 131,072 × 128 × 2 B).
+inline double engine_rotary_cache_bytes(const ModelSpec& s, double c) {
+  const double rotary = double(s.head_dim) * s.partial_rotary;
+  return double(std::max<std::int64_t>(s.max_positions, 0)) * rotary * c;
+}
+
 // KV elements per token per layer: key and value for every KV head (MHA, GQA, MQA; DeepSeek-V2 Table 1). MLA:
 // transformers caches full per-head k (nope + rope) and v; MLA-aware engines (vLLM) cache the compressed latent
 // and the shared rope key, (kv_lora_rank + qk_rope_head_dim) per layer (DeepSeek-V2 §2.1.3).
@@ -387,7 +395,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const VllmBatchLimits limits = vllm_batch_defaults(total.value_or(Bytes(80.0 * gib)), w.device_is_a100);
   const std::int64_t batched = w.chunked_prefill > 0 ? w.chunked_prefill : limits.max_num_batched_tokens;
   const std::int64_t seqs = w.max_num_seqs > 0 ? w.max_num_seqs : limits.max_num_seqs;
-  const double weights = t.weights + vllm_rotary_cache_bytes(s, t.c);
+  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
   const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp);
   const double non_torch = vllm_non_torch_bytes(w.tp);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
@@ -458,7 +466,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
   const SglangDefaults d = sglang_defaults((w.device_memory ? w.device_memory->in(unit::bytes) : 80e9) / 1048576.0, w.tp);
   const double fraction = w.mem_fraction_static > 0 ? w.mem_fraction_static : d.mem_fraction_static;
-  const double weights = t.weights + vllm_rotary_cache_bytes(s, t.c);
+  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL and custom all-reduce buffers (the
   // same PyTorch and NCCL as vLLM; its logged figures).
   const double init = VllmProfile::cuda_context.in(unit::bytes) +

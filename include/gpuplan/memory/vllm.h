@@ -48,12 +48,6 @@ inline VllmBatchLimits vllm_batch_defaults(Bytes cuda_total, bool is_a100) {
   return {2048, 256};
 }
 
-// Rotary cos/sin cache the model keeps as a buffer (max_position_embeddings × rotary dims, model dtype), per GPU.
-inline double vllm_rotary_cache_bytes(const ModelSpec& s, double c) {
-  const double rotary = double(s.head_dim) * s.partial_rotary;
-  return double(std::max<std::int64_t>(s.max_positions, 0)) * rotary * c;
-}
-
 // The torch peak of vLLM's profiling step (gpu_model_runner.profile_run): a forward of max_num_batched_tokens
 // tokens, then the sampler on max_num_seqs rows of logits over the whole vocabulary (gathered on every TP rank).
 // Fused MoE keeps its intermediate caches allocated between calls, so they are still there when the sampler runs.

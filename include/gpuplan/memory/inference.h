@@ -462,7 +462,6 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
 // the rest is left to activations and CUDA graphs. Without a device: what the batch needs.
 inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                          const InferenceTensors& t) {
-  const double gib = 1073741824.0;
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
   const SglangDefaults d = sglang_defaults((w.device_memory ? w.device_memory->in(unit::bytes) : 80e9) / 1048576.0, w.tp);
   const double fraction = w.mem_fraction_static > 0 ? w.mem_fraction_static : d.mem_fraction_static;

@@ -46,7 +46,7 @@ TEST_CASE("llama.cpp: KV cells padded to 256; interleaved sliding layers get the
             unit::bytes) == 128 * kMiB);
   // gpt-oss-20b at n_ctx 131072, logged by llama.cpp (llama_kv_cache_unified_iswa): non-SWA 131072 cells × 12
   // layers = 3072 MiB; SWA min(131072, pad(128·1 + 512, 256)) = 768 cells × 12 layers = 18 MiB.
-  CHECK(llama_cpp_cells(find_preset("gpt-oss-20b").spec, 0, 131072, 1, 512) == 768);
+  CHECK(llama_cpp_cells(find_preset("gpt-oss-20b").spec, true, 0, 131072, 1, 512) == 768);
   CHECK(estimate_inference_memory(find_preset("gpt-oss-20b").spec, llama_cpp(131072)).memory.components.kv_cache.in(
             unit::bytes) == (3072 + 18) * kMiB);
   // A uniform window (Phi-3 mini declares sliding_window 2047 on every layer) runs as full attention: 4096 cells ×

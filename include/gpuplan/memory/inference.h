@@ -515,11 +515,12 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   const bool output_on_gpu = ngl > L;
   const auto n_ctx = static_cast<std::int64_t>(t.len);
   double gpu_w = 0, host_w = wb.embedding.in(unit::bytes), gpu_kv = 0, host_kv = 0;
+  const bool iswa = llama_cpp_iswa(s);
   for (std::int64_t l = 0; l < L; ++l) {
     const bool gpu = l >= first_gpu;
     (gpu ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
     const double kv = s.is_linear_layer(l) ? double(w.parallel) * t.state_layer
-                                           : llama_cpp_cells(s, l, n_ctx, w.parallel, w.ubatch) * t.kv_layer_tok;
+                                           : llama_cpp_cells(s, iswa, l, n_ctx, w.parallel, w.ubatch) * t.kv_layer_tok;
     (gpu ? gpu_kv : host_kv) += kv;
   }
   (output_on_gpu ? gpu_w : host_w) += wb.output.in(unit::bytes);
@@ -538,7 +539,7 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   est.assumptions.push_back(
       "profile llama.cpp (CUDA, 2025 builds): -ngl " + std::to_string(ngl) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +
-      std::to_string(n_ctx) + " padded to 256 cells" + (llama_cpp_iswa(s) ? ", sliding-window layers in their own cache" : "") +
+      std::to_string(n_ctx) + " padded to 256 cells" + (iswa ? ", sliding-window layers in their own cache" : "") +
       "; n_ubatch " + std::to_string(w.ubatch) + ", flash attention " + (w.flash_attn ? "on" : "off") +
       "; CUDA context ~0.35 GB");
   return est;

@@ -38,11 +38,12 @@ inline bool llama_cpp_iswa(const ModelSpec& s) {
   return sliding && full && !s.chunked_attention;
 }
 
-// Cells of a layer's cache for a context of n_ctx tokens (and n_seq sequences sharing it).
-inline double llama_cpp_cells(const ModelSpec& s, std::int64_t layer, std::int64_t n_ctx, std::int64_t n_seq,
-                              std::int64_t ubatch) {
+// Cells of a layer's cache for a context of n_ctx tokens (and n_seq sequences sharing it); `iswa`:
+// llama_cpp_iswa(s), computed once per model.
+inline double llama_cpp_cells(const ModelSpec& s, bool iswa, std::int64_t layer, std::int64_t n_ctx,
+                              std::int64_t n_seq, std::int64_t ubatch) {
   const std::int64_t base = llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad);
-  if (!llama_cpp_iswa(s) || !s.is_sliding_layer(layer)) return double(base);
+  if (!iswa || !s.is_sliding_layer(layer)) return double(base);
   return double(std::min(base, llama_cpp_pad(s.sliding_window * n_seq + ubatch, LlamaCppProfile::kv_pad)));
 }
 

@@ -215,6 +215,8 @@ TEST_CASE("step 5, training_allocations: a balanced timeline in phases, replayed
   for (const auto& e : t.events) e.alloc ? void(h[e.id] = A.malloc(e.bytes, e.stream)) : A.free(h[e.id]);
   CHECK(replay_reserve(t) == A.peak_reserved() - A.peak_allocated());
   CHECK(replay_reserve(t) > 0);
+  // The estimate feeds the allocator directly, keeping no timeline: the same reserve.
+  CHECK(training_allocator_reserve(s, w, st, inv, m, step_tensors(s, w, st, inv, m)) == replay_reserve(t));
 }
 
 TEST_CASE("serving steps: inference_tensors' KV cache and generate's balanced timeline", "[inference][steps]") {
@@ -239,4 +241,7 @@ TEST_CASE("serving steps: inference_tensors' KV cache and generate's balanced ti
   }
   // Each of the 24 decode steps grows every layer's keys and values (torch.cat) and makes a hidden state and logits.
   CHECK(decode_allocs == 24 * (2 * 32 + 2));
+  // The estimate feeds the allocator directly, keeping no timeline: the same reserve.
+  CHECK(generate_allocations<ReplayedAllocations>(s, w, t).reserve() == replay_reserve(a));
+  CHECK(replay_reserve(a) > 0);
 }

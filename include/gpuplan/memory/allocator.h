@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <map>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -17,7 +17,7 @@ namespace gpuplan {
 
 class CachingAllocatorModel {
  public:
-  using Handle = std::size_t;
+  using Handle = std::uint32_t;  // a block's index (a step's requests are bounded far below 2^31)
 
   // Constants of CUDACachingAllocator.cpp (PyTorch 2.x).
   static constexpr std::uint64_t kMinBlockSize = 512;             // all sizes are rounded to 512 B
@@ -76,45 +76,72 @@ class CachingAllocatorModel {
 
   double peak_reserved() const { return double(peak_reserved_); }
   double peak_allocated() const { return double(peak_allocated_); }
+  // What it holds beyond the live tensors: its peak reserve minus its peak of live bytes (rounding and
+  // fragmentation).
+  double reserve() const { return std::max(0.0, peak_reserved() - peak_allocated()); }
   static constexpr Handle none = ~Handle(0);
 
  private:
-  struct Block {
+  struct Block {  // 24 bytes: a replay keeps tens of thousands
     std::uint64_t size = 0;
-    bool small = false;
+    Handle prev = none, next = none;
     int stream = 0;
+    bool small = false;
     bool free = true;
     bool listed = false;  // in its pool's free lists (a free block being merged is briefly not)
-    Handle prev = none, next = none;
   };
+
 
   // Free blocks by (pool, stream, size), each size with a min-heap of blocks: PyTorch's BlockComparator orders a
   // pool by (stream, size, address), and a request takes the first block at or above its size. A step has
-  // thousands of free blocks but a few dozen distinct sizes (Llama 3.1 405B: 2,589 and 24), so the search passes
-  // few sizes and a heap gives the lowest block of one (the lowest handle stands for the lowest address). Entries
-  // are removed lazily: one whose block is no longer listed at that size is skipped when it reaches the top, and a
-  // size whose heap runs empty is dropped, so each stale entry is passed once. (A tree over sizes, not a sorted
-  // vector: extreme shapes reach tens of thousands of sizes.)
-  using SizeKey = std::tuple<bool, int, std::uint64_t>;  // (small pool, stream, size)
-  using Heap = std::vector<Handle>;                      // std::greater: the smallest handle on top
+  // thousands of free blocks but at most a few hundred distinct sizes (Llama 3.1 405B: 2,589 and 24; Llama 2 7B
+  // under ZeRO-3: 204), so the search passes few sizes and a heap gives the lowest block of one (the lowest handle
+  // stands for the lowest address). Entries are removed lazily: one whose block is no longer listed at that size
+  // is skipped when it reaches the top, and a size whose heap runs empty is dropped, so each stale entry is passed
+  // once; the emptied heaps' storage is kept for the next new size. (A tree over sizes, not a sorted vector:
+  // extreme shapes reach tens of thousands of sizes.)
+  using Heap = std::vector<Handle>;  // std::greater: the smallest handle on top
+  // (small pool, stream, size) in one integer, ordered as the tuple: sizes stay below 2^60 (round_size), streams
+  // below 8.
+  static std::uint64_t key(bool small, int stream, std::uint64_t size) {
+    return std::uint64_t(small) << 63 | std::uint64_t(stream & 7) << 60 | size;
+  }
+  static constexpr std::uint64_t size_bits = (std::uint64_t(1) << 60) - 1;
 
   Handle take_free(bool small, int stream, std::uint64_t size) {
-    auto it = free_.lower_bound({small, stream, size});
-    while (it != free_.end() && std::get<0>(it->first) == small && std::get<1>(it->first) == stream) {
+    const std::uint64_t k = key(small, stream, size);
+    auto it = free_.lower_bound(k);
+    while (it != free_.end() && it->first >> 60 == k >> 60) {
       Heap& h = it->second;
-      while (!h.empty()) {
+      Handle found = none;
+      while (!h.empty() && found == none) {
         const Handle b = h.front();
         std::pop_heap(h.begin(), h.end(), std::greater<>());
         h.pop_back();
-        if (blocks_[b].listed && blocks_[b].size == std::get<2>(it->first)) {
-          blocks_[b].listed = false;
-          if (h.empty()) free_.erase(it);
-          return b;
-        }
+        if (blocks_[b].listed && blocks_[b].size == (it->first & size_bits)) found = b;
       }
-      it = free_.erase(it);
+      if (h.empty()) {
+        spare_.push_back(std::move(h));
+        it = free_.erase(it);
+      }
+      if (found != none) {
+        blocks_[found].listed = false;
+        return found;
+      }
     }
     return none;
+  }
+  void insert_free(Handle b) {
+    Block& blk = blocks_[b];
+    blk.listed = true;
+    const auto [it, added] = free_.try_emplace(key(blk.small, blk.stream, blk.size));
+    Heap& h = it->second;
+    if (added && !spare_.empty()) {
+      h = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    h.push_back(b);
+    std::push_heap(h.begin(), h.end(), std::greater<>());
   }
 
   static std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
@@ -130,24 +157,19 @@ class CachingAllocatorModel {
     blk.small = small;
     blk.stream = stream;
     blocks_.push_back(blk);
-    return blocks_.size() - 1;
-  }
-  void insert_free(Handle b) {
-    Block& blk = blocks_[b];
-    blk.listed = true;
-    Heap& h = free_[{blk.small, blk.stream, blk.size}];
-    h.push_back(b);
-    std::push_heap(h.begin(), h.end(), std::greater<>());
+    return Handle(blocks_.size() - 1);
   }
   void erase_free(Handle b) { blocks_[b].listed = false; }
 
   std::vector<Block> blocks_;
-  std::map<SizeKey, Heap> free_;
+  std::map<std::uint64_t, Heap> free_;
+  std::vector<Heap> spare_;  // emptied heaps, their storage kept
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
 
 // What a step asks of the caching allocator, as data: allocations and frees in the order the framework makes them,
-// each tagged with its phase. Built by the estimators (training/allocations.h), folded by replay_reserve.
+// each tagged with its phase: what the builders (training/allocations.h, inference.h) write for tests and
+// inspection, folded by replay_reserve.
 struct AllocationTimeline {
   using Id = std::uint32_t;  // the n-th allocation
   static constexpr Id none = ~Id(0);
@@ -173,16 +195,32 @@ struct AllocationTimeline {
   }
 };
 
-// What the caching allocator holds beyond the live tensors after replaying a timeline: its peak reserve minus its
-// peak of live bytes (rounding and fragmentation).
+// The same requests fed straight to the allocator model, for an estimate: nothing is recorded, so a step's tens of
+// thousands of requests keep no timeline in memory (touching its pages was most of a large model's estimate). The
+// builders (training/allocations.h, inference.h) write to either.
+class ReplayedAllocations {
+ public:
+  using Id = AllocationTimeline::Id;
+  static_assert(std::is_same_v<Id, CachingAllocatorModel::Handle> && AllocationTimeline::none == CachingAllocatorModel::none);
+  AllocationTimeline::Phase phase = AllocationTimeline::Phase::setup;  // unused: the reserve has no phases
+
+  Id malloc(double bytes, int stream = 0) { return model_.malloc(bytes, stream); }
+  void free(Id id) { model_.free(id); }
+  double reserve() const { return model_.reserve(); }
+
+ private:
+  CachingAllocatorModel model_;
+};
+
+// The allocator's reserve after replaying a recorded timeline.
 inline double replay_reserve(const AllocationTimeline& t) {
-  CachingAllocatorModel A;
-  std::vector<CachingAllocatorModel::Handle> handle(t.allocations, CachingAllocatorModel::none);
+  ReplayedAllocations A;
+  std::vector<AllocationTimeline::Id> handle(t.allocations, AllocationTimeline::none);
   for (const auto& e : t.events) {
     if (e.alloc) handle[e.id] = A.malloc(e.bytes, e.stream);
     else A.free(handle[e.id]);
   }
-  return std::max(0.0, A.peak_reserved() - A.peak_allocated());
+  return A.reserve();
 }
 
 }  // namespace gpuplan

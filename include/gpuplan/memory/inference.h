@@ -281,7 +281,8 @@ using Id = AllocationTimeline::Id;
 // One prefill layer: norm, projections and rotary embeddings (the cache keeps the rotated k and v), attention,
 // the output projection, the second norm and the FFN. Leaves the layer's keys and values allocated.
 // A linear-attention layer is replayed with the same working tensors; it keeps its fixed state instead of k and v.
-inline Id prefill_layer(AllocationTimeline& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id resid,
+template <class Sink>
+Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id resid,
                         Id& key, Id& value, bool linear) {
   const double c = t.c, h = t.h, q_dim = double(s.q_dim());
   const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_layer_tok / 2;
@@ -335,11 +336,13 @@ inline Id prefill_layer(AllocationTimeline& A, const ModelSpec& s, const Inferen
 }  // namespace detail
 
 // HF generate as the caching allocator sees it: weights, prefill layer by layer, then each decode step growing every
-// layer's cache with torch.cat (a new tensor one token longer, the old one freed).
-inline AllocationTimeline generate_allocations(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t) {
+// layer's cache with torch.cat (a new tensor one token longer, the old one freed). Sink: an AllocationTimeline
+// (recorded) or ReplayedAllocations (the allocator model, directly).
+template <class Sink = AllocationTimeline>
+Sink generate_allocations(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t) {
   using Id = AllocationTimeline::Id;
   const double tp = double(w.tp);
-  AllocationTimeline A;
+  Sink A;
   A.malloc(t.wb.embedding.in(unit::bytes) / tp);
   for (const Bytes& l : t.wb.per_layer) A.malloc(l.in(unit::bytes) / tp);
   A.malloc(t.wb.output.in(unit::bytes) / tp);
@@ -577,7 +580,7 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   if (w.profile == Profile::llama_cpp) return llama_cpp_estimate(est, s, w, t);
 
   std::optional<Bytes> reserve;
-  if (pytorch && replay) reserve = Bytes(replay_reserve(generate_allocations(s, w, t)));
+  if (pytorch && replay) reserve = Bytes(generate_allocations<ReplayedAllocations>(s, w, t).reserve());
   est.memory = summarize(generate_moments(t, w), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), reserve,
                          /*at_least_measured_shares=*/true);
   if (pytorch)

@@ -126,7 +126,7 @@ inline TrainingEstimate estimate_stage(const ModelSpec& full, const TrainingWork
   const StepTensors t = step_tensors(s, w, st, inv, m);
   const bool pytorch = w.profile == Profile::pytorch;
   std::optional<Bytes> reserve;
-  if (pytorch && replay) reserve = Bytes(replay_reserve(training_allocations(s, w, st, inv, m, t)));
+  if (pytorch && replay) reserve = Bytes(training_allocator_reserve(s, w, st, inv, m, t));
   const Bytes context = torch_runtime(w.profile)
                             ? PytorchProfile::cuda_context + (w.gpus > 1 ? PytorchProfile::nccl_buffers : Bytes(0))
                             : Bytes(0);

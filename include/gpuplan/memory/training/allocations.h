@@ -1,6 +1,7 @@
 // Training, step 5: the step as the caching allocator sees it — every allocation and free of three steps in the
 // order PyTorch makes them (the first step creates the optimizer's states, DDP rebuilds its buckets after it), as
-// an AllocationTimeline that replay_reserve folds into the allocator's reserve.
+// an AllocationTimeline that replay_reserve folds into the allocator's reserve, or fed to the allocator model
+// directly (training_allocator_reserve).
 #pragma once
 #include <optional>
 #include <utility>
@@ -19,6 +20,8 @@ namespace gpuplan {
 
 namespace detail {
 
+// Writes to a Sink: an AllocationTimeline (recorded) or ReplayedAllocations (the allocator model, directly).
+template <class Sink>
 class TrainingAllocations {
  public:
   using Id = AllocationTimeline::Id;
@@ -30,7 +33,7 @@ class TrainingAllocations {
         lora_(w.lora.rank > 0), fsdp_(w.profile == Profile::pytorch && m.sharded && w.zero >= 2),
         in_flight_(step_residents(inv, m, t, w, st).in_flight) {}
 
-  AllocationTimeline build() {
+  Sink build() {
     setup();
     for (int step = 0; step < 3; ++step) {
       A_.phase = Phase::forward;
@@ -289,7 +292,7 @@ class TrainingAllocations {
   const bool lora_, fsdp_;
   const double in_flight_;
 
-  AllocationTimeline A_;
+  Sink A_;
   Id first_bucket_ = AllocationTimeline::none, others_ = AllocationTimeline::none, resid_ = AllocationTimeline::none,
      dh_ = AllocationTimeline::none;
   std::vector<std::vector<Id>> saved_, casts_;  // per layer: saved for backward, autocast's weight casts
@@ -304,7 +307,13 @@ class TrainingAllocations {
 // `s` is this GPU's model (parallel.h rank_model).
 inline AllocationTimeline training_allocations(const ModelSpec& s, const TrainingWorkload& w, const PipelineStage& st,
                                                const ShardInventory& inv, const ModelStates& m, const StepTensors& t) {
-  return detail::TrainingAllocations(s, w, st, inv, m, t).build();
+  return detail::TrainingAllocations<AllocationTimeline>(s, w, st, inv, m, t).build();
+}
+
+// The caching allocator's reserve over those three steps (replay_reserve of the timeline, without keeping it).
+inline double training_allocator_reserve(const ModelSpec& s, const TrainingWorkload& w, const PipelineStage& st,
+                                         const ShardInventory& inv, const ModelStates& m, const StepTensors& t) {
+  return detail::TrainingAllocations<ReplayedAllocations>(s, w, st, inv, m, t).build().reserve();
 }
 
 }  // namespace gpuplan

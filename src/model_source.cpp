@@ -11,7 +11,7 @@
 
 #include <gpuplan/model_gguf.h>
 #include <gpuplan/model_hf.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/parse.h>
 
 #include "app.h"

@@ -1,12 +1,10 @@
-// Hardware and price catalogs: parse, validate (docs/schema/catalog.schema.json) and merge the built-in catalog
-// (data/hardware, data/pricing, embedded at build time) with user files (--catalog FILE).
+// Hardware and price catalogs: parse, validate (docs/schema/catalog.schema.json) and merge catalog files — the
+// built-in ones (data/hardware, data/pricing; parsed at build time, see builtin.h) and user files (--catalog FILE).
 #pragma once
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <optional>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,6 +39,7 @@ struct Catalog {
     if (const Device* d = find(name)) return *d;
     throw InputError("unknown accelerator \"" + name + "\" (see `gpuplan hardware list`)");
   }
+  bool operator==(const Catalog&) const = default;
 };
 
 namespace detail {
@@ -256,25 +255,5 @@ inline Catalog parse_builtin_catalog() {
 }
 
 }  // namespace detail
-
-// Parsed once per process.
-inline const Catalog& builtin_catalog() {
-  static const Catalog cat = detail::parse_builtin_catalog();
-  return cat;
-}
-
-// The built-in catalog with user files merged on top, in order.
-inline Catalog load_catalog(const std::vector<std::string>& user_files) {
-  Catalog cat = builtin_catalog();
-  for (const auto& path : user_files) {
-    std::ifstream f(path);
-    if (!f) throw DataError(path + ": cannot open the catalog file");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    detail::merge_catalog_json(cat, detail::parse_json_file(path, ss.str()), path);
-  }
-  detail::check_offering_devices(cat);
-  return cat;
-}
 
 }  // namespace gpuplan

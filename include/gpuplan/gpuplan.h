@@ -1,5 +1,6 @@
 // Umbrella header: every public header of the library.
 #pragma once
+#include "builtin.h"
 #include "catalog.h"
 #include "checkpoint.h"
 #include "compute.h"
@@ -27,6 +28,7 @@
 #include "plan.h"
 #include "report.h"
 #include "safetensors.h"
+#include "tables.h"
 #include "step_time.h"
 #include "throughput.h"
 #include "units.h"

@@ -14,6 +14,7 @@ namespace gpuplan {
 // has no such path.
 struct PeakFlops {
   std::optional<double> fp64, fp32, tf32, bf16, fp16, fp8, int8, fp4;
+  bool operator==(const PeakFlops&) const = default;
 };
 
 struct Device {
@@ -51,6 +52,7 @@ struct Device {
   Bytes capacity() const { return usable_memory ? *usable_memory : memory; }
   // What cudaMemGetInfo calls the total: measured where known, else the driver's total.
   Bytes cuda_total() const { return cuda_total_memory ? *cuda_total_memory : capacity(); }
+  bool operator==(const Device&) const = default;
 };
 
 struct Offering {
@@ -69,6 +71,7 @@ struct Offering {
     if (!on_demand) return std::nullopt;
     return UsdPerHour(on_demand->in(unit::usd_per_hour) / count);
   }
+  bool operator==(const Offering&) const = default;
 };
 
 struct FitVerdict {

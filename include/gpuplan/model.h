@@ -29,6 +29,7 @@ struct MoeSpec {
   bool router_bias = false;             // DeepSeek-V3 / GLM-4.5: e_score_correction_bias (E values per layer)
   bool router_linear_bias = false;      // gpt-oss: the router is a Linear with a bias
   bool dense_routing = false;           // HF Llama 4: every token runs through every expert, scaled by its score
+  bool operator==(const MoeSpec&) const = default;
 };
 
 struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)
@@ -37,6 +38,7 @@ struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  bool operator==(const MlaSpec&) const = default;
 };
 
 // Gated DeltaNet linear attention (Qwen3-Next, HF Qwen3NextGatedDeltaNet): a fixed recurrent state per sequence
@@ -53,6 +55,7 @@ struct LinearAttentionSpec {
   // Elements one sequence keeps per layer: the conv window over q, k, v and one key×value state per value head.
   std::int64_t conv_state() const { return conv_dim() * conv_kernel; }
   std::int64_t recurrent_state() const { return value_heads * key_head_dim * value_head_dim; }
+  bool operator==(const LinearAttentionSpec&) const = default;
 };
 
 struct ModelSpec {
@@ -111,6 +114,7 @@ struct ModelSpec {
   bool is_linear_layer(std::int64_t l) const {
     return !linear_layers.empty() && linear_layers[static_cast<std::size_t>(l)];
   }
+  bool operator==(const ModelSpec&) const = default;
 };
 
 // One parameter tensor family: `count` matrices of out×in (a bias or norm has in = 1).

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/memory/training.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/catalog.h>
 
 using namespace gpuplan;
@@ -135,4 +135,43 @@ TEST_CASE("builtin_catalog_dates: the build's dates are the parsed catalogs' dat
   for (const auto& d : builtin_catalog().dates) parsed += d + "\n";
   CHECK(std::string(detail::builtin_catalog_dates) == parsed);
   CHECK(!parsed.empty());
+}
+
+TEST_CASE("builtin tables: what the build wrote is what the JSON parsers return now", "[catalog][tables]") {
+  // A field added to a struct but not to tables.h's list, or data edited without a rebuild, differs here.
+  CHECK(builtin_catalog() == detail::parse_builtin_catalog());
+  CHECK(builtin_presets() == detail::parse_presets());
+  CHECK(builtin_catalog().devices.size() > 30);
+  CHECK(builtin_presets().size() > 30);
+  // The round trip keeps what the list names, optional and empty values included.
+  Device d;
+  d.id = "x";
+  d.aliases = {"a", ""};
+  d.usable_memory = Bytes(3.5);
+  d.peak.bf16 = 1e15;
+  const std::string bytes = tables::write(d);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  CHECK(tables::read<Device>(p, bytes.size()) == d);
+  ModelSpec s = find_preset("gemma-2-2b").spec;
+  CHECK(!s.sliding_layers.empty());
+  const std::string sb = tables::write(s);
+  CHECK(tables::read<ModelSpec>(reinterpret_cast<const unsigned char*>(sb.data()), sb.size()) == s);
+}
+
+TEST_CASE("builtin tables: truncated or padded bytes are a DataError", "[catalog][tables]") {
+  Offering f;
+  f.provider = "p";
+  f.on_demand = UsdPerHour(2.0);
+  const std::string bytes = tables::write(f);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (std::size_t n : {std::size_t(0), std::size_t(7), std::size_t(8), bytes.size() - 1})
+    CHECK_THROWS_AS(tables::read<Offering>(p, n), DataError);
+  const std::string padded = bytes + "x";
+  CHECK_THROWS_AS(tables::read<Offering>(reinterpret_cast<const unsigned char*>(padded.data()), padded.size()),
+                  DataError);
+  // A count larger than the bytes left (here: a string claiming 2^62 characters) is refused before allocating.
+  std::string huge(8, '\0');
+  huge[7] = 0x40;
+  CHECK_THROWS_AS(tables::read<std::string>(reinterpret_cast<const unsigned char*>(huge.data()), huge.size()),
+                  DataError);
 }

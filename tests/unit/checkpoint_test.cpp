@@ -7,7 +7,7 @@
 #include <gpuplan/checkpoint.h>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/model_gguf.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 
 using namespace gpuplan;
 

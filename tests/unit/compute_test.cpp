@@ -2,7 +2,7 @@
 #include <gpuplan/catalog.h>
 #include <gpuplan/compute.h>
 #include <gpuplan/cost.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 
 using namespace gpuplan;
 

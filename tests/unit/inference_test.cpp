@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 #include <gpuplan/model_hf.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/memory/inference.h>
 
 using namespace gpuplan;

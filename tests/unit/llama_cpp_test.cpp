@@ -1,7 +1,7 @@
 // llama.cpp's buffers by hand, and against the numbers its start-up log printed.
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/inference.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/quant.h>
 
 using namespace gpuplan;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 
 using namespace gpuplan;
 

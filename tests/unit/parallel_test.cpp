@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/training.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/parallel.h>
 
 using namespace gpuplan;

@@ -1,7 +1,7 @@
 // The planner: the memory screen against the full estimator, constraints, ranking and the time/cost arithmetic.
 #include "../test_support.h"
 #include <catch2/catch.hpp>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/plan.h>
 
 using namespace gpuplan;

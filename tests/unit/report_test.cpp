@@ -1,5 +1,5 @@
 #include <catch2/catch.hpp>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/report.h>
 
 using namespace gpuplan;

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <gpuplan/catalog.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/step_time.h>
 
 using namespace gpuplan;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/memory/training.h>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 
 using namespace gpuplan;
 

@@ -1,6 +1,6 @@
 #include "../test_support.h"
 #include <catch2/catch.hpp>
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/memory/training.h>
 #include <gpuplan/parse.h>
 #include <gpuplan/parallel.h>

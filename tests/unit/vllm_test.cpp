@@ -1,7 +1,7 @@
 // vLLM 0.19's start-up arithmetic, by hand and against the numbers vLLM itself logged (tests/data/engines).
 #include <catch2/catch.hpp>
 
-#include <gpuplan/model_presets.h>
+#include <gpuplan/builtin.h>
 #include <gpuplan/memory/inference.h>
 
 using namespace gpuplan;

@@ -91,7 +91,6 @@ class CachingAllocatorModel {
     bool listed = false;  // in its pool's free lists (a free block being merged is briefly not)
   };
 
-
   // Free blocks by (pool, stream, size), each size with a min-heap of blocks: PyTorch's BlockComparator orders a
   // pool by (stream, size, address), and a request takes the first block at or above its size. A step has
   // thousands of free blocks but at most a few hundred distinct sizes (Llama 3.1 405B: 2,589 and 24; Llama 2 7B

@@ -395,7 +395,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
                                        const InferenceTensors& t) {
   const double bs = double(VllmProfile::block_size), gib = 1073741824.0;
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
-  const VllmBatchLimits limits = vllm_batch_defaults(total.value_or(Bytes(80.0 * gib)), w.device_is_a100);
+  const VllmBatchLimits limits = vllm_batch_defaults(total.value_or(engine_default_device_memory), w.device_is_a100);
   const std::int64_t batched = w.chunked_prefill > 0 ? w.chunked_prefill : limits.max_num_batched_tokens;
   const std::int64_t seqs = w.max_num_seqs > 0 ? w.max_num_seqs : limits.max_num_seqs;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
@@ -466,7 +466,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
 inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                          const InferenceTensors& t) {
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
-  const SglangDefaults d = sglang_defaults((w.device_memory ? w.device_memory->in(unit::bytes) : 80e9) / 1048576.0, w.tp);
+  const SglangDefaults d = sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0, w.tp);
   const double fraction = w.mem_fraction_static > 0 ? w.mem_fraction_static : d.mem_fraction_static;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL and custom all-reduce buffers (the

@@ -53,4 +53,9 @@ struct PytorchProfile {
   static constexpr double fragmentation = 0.04;
 };
 
+// Serving engines pick their scheduler defaults by the GPU's memory (vLLM's max_num_batched_tokens, SGLang's
+// mem_fraction_static); without --gpu they are taken for an H100 SXM, the GPU their defaults are tuned on: its
+// driver total, 85,520,809,984 B = 81,559 MiB (nvidia-smi; catalog h100-sxm usable_memory_bytes).
+inline constexpr Bytes engine_default_device_memory{85'520'809'984.0};
+
 }  // namespace gpuplan

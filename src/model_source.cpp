@@ -57,8 +57,10 @@ std::string read_prefix(const fs::path& p, std::uintmax_t n) {
 }
 
 nlohmann::json read_json(const fs::path& p) {
-  if (size_of(p) > max_json_bytes) throw DataError(p.string() + ": over 64 MiB, not a config or index");
-  const std::string text = read_prefix(p, max_json_bytes);
+  const std::uintmax_t size = size_of(p);
+  if (size > max_json_bytes) throw DataError(p.string() + ": over 64 MiB, not a config or index");
+  // The file's own size, not the limit: a 64 MiB buffer is 16k zeroed pages, 0.2 s of page faults per config.
+  const std::string text = read_prefix(p, size);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

@@ -378,8 +378,9 @@ nlohmann::json train_report(const TrainOptions& o) {
       if (c.bytes_per_gpu.in(unit::bytes) <= 0) continue;
       bytes += c.bytes_per_gpu.in(unit::bytes);
       if (c.time) seconds += c.time->in(unit::seconds);
-      names += (names.empty() ? "" : "; ") + c.collectives;
-      by_kind.push_back({{"parallelism", c.kind},
+      names += names.empty() ? "" : "; ";
+      names += c.collectives;
+      by_kind.push_back({{"parallelism", comm_kind_name(c.kind)},
                          {"collectives", c.collectives},
                          {"bytes_per_gpu_per_step", c.bytes_per_gpu.in(unit::bytes)},
                          {"seconds_per_step", c.time ? nlohmann::json(c.time->in(unit::seconds)) : nlohmann::json(nullptr)},
@@ -389,7 +390,7 @@ nlohmann::json train_report(const TrainOptions& o) {
                          {"across_nodes", c.across_nodes},
                          {"overlap", c.overlap}});
     }
-    report["communication"] = {{"collectives", names.empty() ? comms.front().collectives : names},
+    report["communication"] = {{"collectives", names.empty() ? std::string(comms.front().collectives) : names},
                                {"bytes_per_gpu_per_step", bytes},
                                {"seconds_per_step", device && bytes > 0 ? nlohmann::json(seconds) : nlohmann::json(nullptr)},
                                {"by_parallelism", by_kind},

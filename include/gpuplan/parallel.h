@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hardware.h"
@@ -120,11 +121,25 @@ inline ModelSpec doubled_split_widths(const ModelSpec& s) {
 // ---------------------------------------------------------------------------------------------------------------
 // Communication
 
+enum class CommKind { data, tensor, pipeline, context, expert };
+
+inline const char* comm_kind_name(CommKind k) {
+  switch (k) {
+    case CommKind::data: return "data";
+    case CommKind::tensor: return "tensor";
+    case CommKind::pipeline: return "pipeline";
+    case CommKind::context: return "context";
+    case CommKind::expert: return "expert";
+  }
+  return "?";
+}
+
+// The words are static text: the planner builds these for every layout it screens.
 struct Communication {
-  std::string kind;              // data, tensor, pipeline, context, expert
-  std::string collectives;       // which collectives, in words
+  CommKind kind = CommKind::data;
+  std::string_view collectives;  // which collectives, in words
   Bytes bytes_per_gpu{0};        // sent (= received) per GPU per optimizer step
-  std::string overlap;           // whether frameworks hide it behind compute, in words
+  std::string_view overlap;      // whether frameworks hide it behind compute, in words
   bool across_nodes = false;     // the group spans nodes (Megatron rank order: tp innermost, then cp, dp, pp)
   std::optional<Seconds> time;   // at the link's one-way bandwidth, without overlap
   std::optional<ByteRate> bandwidth;
@@ -147,7 +162,7 @@ inline double data_parallel_bytes(std::int64_t dp, int zero, double trainable_pa
 inline Communication data_parallel_communication(const TrainingWorkload& w, double trainable_params,
                                                  double param_bytes, double grad_bytes) {
   Communication c;
-  c.kind = "data";
+  c.kind = CommKind::data;
   c.overlap = "DDP and FSDP overlap it with backward compute";
   c.collectives = w.dp() <= 1 ? "none (one data-parallel rank)"
                   : w.zero == 0 ? "all-reduce of the gradients"
@@ -168,12 +183,12 @@ inline Communication data_parallel_communication(const TrainingWorkload& w, doub
 //            backward (Liu et al. 2023; Megatron-Core / torch context parallel).
 //  expert:   token dispatch and combine all-to-alls in forward and in backward, (ep−1)/ep of the routed tokens leave
 //            the GPU (Lepikhin et al. 2020).
-inline Communication collective(std::string kind, std::string what, Bytes bytes, std::string overlap) {
+inline Communication collective(CommKind kind, std::string_view what, Bytes bytes, std::string_view overlap) {
   Communication c;
-  c.kind = std::move(kind);
-  c.collectives = std::move(what);
+  c.kind = kind;
+  c.collectives = what;
   c.bytes_per_gpu = bytes;
-  c.overlap = std::move(overlap);
+  c.overlap = overlap;
   return c;
 }
 
@@ -202,25 +217,25 @@ inline std::vector<Communication> model_parallel_communication(const ModelSpec& 
   const double tokens = double(w.batch) * std::ceil(double(w.seq) / double(w.cp));
   const double act = tokens * h * c;
   if (w.tp > 1)
-    out.push_back(collective("tensor",
+    out.push_back(collective(CommKind::tensor,
                    w.sp ? "all-gather + reduce-scatter of the layer activations (sequence parallel)"
                         : "all-reduce of the layer activations",
                    Bytes(tensor_parallel_bytes(w.tp, m, L, w.recompute == Recompute::full, tokens, h, c)),
                    "on the critical path (Megatron without TP communication overlap)"));
   if (w.pp > 1)
-    out.push_back(collective("pipeline", "point-to-point send/receive of activations and their gradients",
+    out.push_back(collective(CommKind::pipeline, "point-to-point send/receive of activations and their gradients",
                    Bytes(m * double(w.vpp) * 2.0 * act / (w.sp ? double(w.tp) : 1.0)),
                    "overlapped with compute in the steady state; the bubble is reported separately"));
   if (w.cp > 1) {
     const double kv = tokens * 2.0 * double(s.kv_dim()) / double(w.tp) * c;  // this GPU's K and V block
-    out.push_back(collective("context", "ring exchange of K/V blocks (forward) and of K/V and their gradients (backward)",
+    out.push_back(collective(CommKind::context, "ring exchange of K/V blocks (forward) and of K/V and their gradients (backward)",
                    Bytes(m * L * 3.0 * double(w.cp - 1) * kv),
                    "overlapped with the attention blocks of the ring"));
   }
   const std::int64_t moe_layers = s.moe_layer_count();
   if (w.ep > 1 && moe_layers > 0) {
     const double moe_on_stage = double(moe_layers) * L / double(s.layers);
-    out.push_back(collective("expert", "all-to-all dispatch and combine of routed tokens, forward and backward",
+    out.push_back(collective(CommKind::expert, "all-to-all dispatch and combine of routed tokens, forward and backward",
                    Bytes(expert_parallel_bytes(w.ep, m, moe_on_stage, tokens / (w.sp ? double(w.tp) : 1.0),
                                                double(s.moe.experts_per_token), h, c)),
                    "on the critical path"));
@@ -233,11 +248,13 @@ inline std::vector<Communication> model_parallel_communication(const ModelSpec& 
 inline bool group_spans_nodes(const Communication& c, const TrainingWorkload& w, std::int64_t gpus_per_node) {
   const std::int64_t tp = w.tp, cp = w.cp, dp = w.dp();
   std::int64_t extent = 1;
-  if (c.kind == "tensor") extent = tp;
-  else if (c.kind == "context") extent = tp * cp;
-  else if (c.kind == "expert") extent = tp * cp * w.ep;
-  else if (c.kind == "data") extent = tp * cp * dp;
-  else if (c.kind == "pipeline") extent = w.gpus;
+  switch (c.kind) {
+    case CommKind::tensor: extent = tp; break;
+    case CommKind::context: extent = tp * cp; break;
+    case CommKind::expert: extent = tp * cp * w.ep; break;
+    case CommKind::data: extent = tp * cp * dp; break;
+    case CommKind::pipeline: extent = w.gpus; break;
+  }
   return extent > gpus_per_node;
 }
 

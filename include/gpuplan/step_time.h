@@ -470,11 +470,14 @@ inline std::vector<StageWork> stage_works(const ModelSpec& s, const TrainingWork
 struct CommSeconds {
   double tensor = 0, expert = 0, context = 0, data = 0;
   bool has_expert = false;
-  void add(const std::string& kind, double seconds) {
-    if (kind == "tensor") tensor += seconds;
-    else if (kind == "expert") expert += seconds, has_expert = true;
-    else if (kind == "context") context += seconds;
-    else if (kind == "data") data += seconds;
+  void add(CommKind kind, double seconds) {
+    switch (kind) {
+      case CommKind::tensor: tensor += seconds; break;
+      case CommKind::expert: expert += seconds, has_expert = true; break;
+      case CommKind::context: context += seconds; break;
+      case CommKind::data: data += seconds; break;
+      case CommKind::pipeline: break;  // its time is the bubble's, modelled separately
+    }
   }
 };
 

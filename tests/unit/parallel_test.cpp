@@ -147,7 +147,7 @@ TEST_CASE("model_parallel_communication: bytes per GPU per step", "[parallel]") 
   // TP: 4 all-reduces of s·b·h·2 B per layer, each moving 2·7/8 of it: 32 · 4 · 1.75 · 33,554,432 B.
   auto c = model_parallel_communication(llama, w, 32, 2.0);
   REQUIRE(c.size() == 1);
-  CHECK(c[0].kind == "tensor");
+  CHECK(c[0].kind == CommKind::tensor);
   CHECK(b(c[0].bytes_per_gpu) == Approx(32 * 4 * 1.75 * 33'554'432.0));
   w.recompute = Recompute::full;  // recomputation repeats the forward's two
   CHECK(b(model_parallel_communication(llama, w, 32, 2.0)[0].bytes_per_gpu) == Approx(32 * 6 * 1.75 * 33'554'432.0));
@@ -175,7 +175,7 @@ TEST_CASE("model_parallel_communication: bytes per GPU per step", "[parallel]") 
   w.gpus = 8;
   c = model_parallel_communication(mixtral, w, 32, 2.0);
   REQUIRE(c.size() == 1);
-  CHECK(c[0].kind == "expert");
+  CHECK(c[0].kind == CommKind::expert);
   CHECK(b(c[0].bytes_per_gpu) == Approx(32 * 4 * 7.0 / 8 * (4096.0 * 2 * 4096 * 2)));
 }
 

@@ -39,7 +39,7 @@ inline constexpr double mxfp4 = 17.0 * 8 / 32;   // E8M0 scale + 32 E2M1: 4.25 b
 }  // namespace gguf
 
 // Where a tensor sits, for the formats whose choice depends on it.
-enum class TensorRole { embedding, output, attn_v, attn_output, ffn_down, other_linear, norm_or_bias };
+enum class TensorRole { embedding, output, attn_qkv, attn_v, attn_output, ffn_down, other_linear, norm_or_bias };
 
 namespace detail {
 // llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third in between get a
@@ -74,13 +74,15 @@ inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t laye
     case WeightFormat::q8_0: return gguf::q8_0;
     case WeightFormat::q6_k: return gguf::q6_k;
     // llama.cpp k-quant mixes (llama_tensor_get_type): output.weight Q6_K; attn_v and ffn_down one step up in the
-    // use_more_bits layers.
+    // use_more_bits layers; a fused attn_qkv (GPT-NeoX, Phi-3, GPT-2) one step up in every layer for the _M mixes
+    // (Q3_K_M → Q4_K, Q4_K_M → Q5_K, Q5_K_M → Q6_K).
     case WeightFormat::q5_k_m:
-      if (out) return gguf::q6_k;
+      if (out || role == TensorRole::attn_qkv) return gguf::q6_k;
       if ((role == TensorRole::attn_v || role == TensorRole::ffn_down) && detail::use_more_bits(layer, layers)) return gguf::q6_k;
       return gguf::q5_k;
     case WeightFormat::q4_k_m:
       if (out) return gguf::q6_k;
+      if (role == TensorRole::attn_qkv) return gguf::q5_k;
       if ((role == TensorRole::attn_v || role == TensorRole::ffn_down) && detail::use_more_bits(layer, layers)) return gguf::q6_k;
       return gguf::q4_k;
     case WeightFormat::q4_k_s:
@@ -90,6 +92,7 @@ inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t laye
     case WeightFormat::q4_0: return out ? gguf::q6_k : gguf::q4_0;
     case WeightFormat::q3_k_m:
       if (out) return gguf::q6_k;
+      if (role == TensorRole::attn_qkv) return gguf::q4_k;
       if (role == TensorRole::attn_v) return layer < 2 ? gguf::q5_k : gguf::q4_k;
       if (role == TensorRole::attn_output) return gguf::q4_k;
       if (role == TensorRole::ffn_down)
@@ -114,6 +117,7 @@ inline TensorRole role_of(const ParamGroup& g) {
   auto ends = [&](const char* s) { return m.ends_with(s); };
   if (m == "embed_tokens" || m == "wte" || m == "wpe") return TensorRole::embedding;
   if (m == "lm_head") return TensorRole::output;
+  if (m == "query_key_value" || m == "qkv_proj" || m == "c_attn") return TensorRole::attn_qkv;
   if (ends("v_proj")) return TensorRole::attn_v;
   if (ends("o_proj") || m == "dense" || (m == "c_proj" && g.out == g.in)) return TensorRole::attn_output;
   if (ends("down_proj") || ends("dense_4h_to_h") || m == "c_proj") return TensorRole::ffn_down;

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <gpuplan/model_hf.h>
 #include <gpuplan/builtin.h>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/quant.h>
@@ -69,4 +71,23 @@ TEST_CASE("serving_throughput: roofline by hand", "[throughput]") {
   // Prefill: (2·N·1000 + 2·32·1000²·4096) FLOPs at 0.5 × 989.4 TFLOP/s, N = 7,504,924,672 multiplying params.
   CHECK(t.prefill.in(unit::seconds) == Approx((2.0 * 7'504'924'672 * 1000 + 2.0 * 32 * 1e6 * 4096) / (0.5 * 989.4e12)));
   CHECK_THROWS_AS(serving_throughput(m, h100, WeightFormat::bf16, wbytes, 131'072, 1, 1000, 1000, 1, Efficiency{0, 0.5}), InputError);
+}
+
+TEST_CASE("weight_bytes: a fused attn_qkv goes up a step in the _M k-quant mixes", "[quant][llama.cpp]") {
+  // Pythia 2.8B as llama.cpp's own CI quantised and loaded it (ggml-org/ci, build 4343, V100; "CUDA0 model buffer
+  // size"): Q4_K_M logged 1632.95 MiB from 81 q4_K, 32 q5_K and 17 q6_K tensors. By hand: the 32 query_key_value
+  // (2560 × 7680) in Q5_K (5.5 bpw) = 432,537,600 B; dense, dense_h_to_4h and the 16 dense_4h_to_h outside
+  // use_more_bits in Q4_K (4.5 bpw) = 825,753,600 B; the other 16 dense_4h_to_h and embed_out in Q6_K (6.5625 bpw)
+  // = 449,703,900 B; norms and biases in f32 = 4,280,320 B: 1,712,275,420 B = 1632.95 MiB (token_embd stays on the
+  // host). Q5_K_M logged 1887.64 MiB (the qkv in Q6_K), Q4_0 1454.83 MiB (no mix).
+  std::ifstream f(std::string(GPUPLAN_TEST_DATA) + "/engines/configs/pythia-2.8b.json");
+  const ModelSpec m = model_from_hf_config(nlohmann::json::parse(f), "pythia-2.8b");
+  auto on_gpu_mib = [&](WeightFormat w) {
+    const WeightBytes b = weight_bytes(m, w);
+    return (b.total() - b.embedding).in(unit::bytes) / 1048576.0;
+  };
+  CHECK(on_gpu_mib(WeightFormat::q4_k_m) == Approx(1712275420 / 1048576.0).margin(0.005));
+  CHECK(on_gpu_mib(WeightFormat::q4_k_m) == Approx(1632.95).margin(0.005));
+  CHECK(on_gpu_mib(WeightFormat::q5_k_m) == Approx(1887.64).margin(0.005));
+  CHECK(on_gpu_mib(WeightFormat::q4_0) == Approx(1454.83).margin(0.005));
 }

@@ -6,7 +6,7 @@
 //                 sliding-window layers (Gemma 2/3, gpt-oss) get their own cache of n_swa·n_seq + n_ubatch cells
 //   compute       ggml's graph allocator reserves the worst ubatch: the f32 attention scores without flash
 //                 attention, or the f32 logits of n_ubatch outputs, whichever is larger
-// Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl.
+// Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl (scored) and tests/unit/llama_cpp_test.cpp.
 #pragma once
 #include <algorithm>
 #include <cstdint>

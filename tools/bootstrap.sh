@@ -35,12 +35,14 @@ case "${1:-run}" in
     cmake --build build-asan -j "$jobs" >build-asan/build.log 2>&1 &
     asan_build=$!
     trap 'kill "$asan_build" 2>/dev/null || true' EXIT
-    ctest --test-dir build --output-on-failure -j "$jobs"
+    # The browser test times the page's load (issue #17: under 1 s), so it runs once the machine is quiet again.
+    ctest --test-dir build --output-on-failure -j "$jobs" -E '^web[.]browser$'
     asan_status=0
     wait "$asan_build" || asan_status=$?
     trap - EXIT
     cat build-asan/build.log
     ((asan_status == 0)) || exit "$asan_status"
+    ctest --test-dir build --output-on-failure -R '^web[.]browser$'
     # Not the docs.* checks (they compare generated text the Release pass just compared, by running the same CLI
     # paths the golden and calibration tests run here) nor packaging (a build of a consumer project: no sanitized
     # code runs in it).

@@ -22,16 +22,17 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default 1)");
   cmd.add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
   cmd.add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
-  cmd.add_option("--context,--max-model-len", o.context,
-                 "KV tokens per sequence to plan for (default prompt + new tokens; vLLM: max_model_len, default the model's)");
+  cmd.add_option("--context,--max-model-len,--n-ctx,--ctx-size,--num-ctx", o.context,
+                 "KV tokens per sequence to plan for (default prompt + new tokens; vLLM: max_model_len, default the "
+                 "model's; llama.cpp: -c, the total over --parallel; Ollama: num_ctx per request, default by GPU memory)");
   cmd.add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
   cmd.add_option("--weights,--quant", o.weights,
                   "Weight format: fp32, bf16, fp16, fp8, int8, gptq-int4, awq-int4, nf4, nf4-dq, q8_0, q6_k, q5_k_m, "
-                  "q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, mxfp4, nvfp4 (default: --precision)");
+                  "q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, q5_1, q5_0, q4_1, mxfp4, nvfp4 (default: --precision)");
   cmd.add_option("--group-size", w.group_size, "GPTQ/AWQ quantisation group size (default 128)");
   cmd.add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
   cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
-  cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | none");
+  cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | ollama | none");
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
   cmd.add_option("--chunked-prefill,--max-num-batched-tokens", w.chunked_prefill,
                  "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default 8192 on ≥70 GiB GPUs but A100, else 2048)");
@@ -42,8 +43,10 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
   cmd.add_option("--ubatch", w.ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
-  cmd.add_option("--flash-attn", o.flash_attn, "llama.cpp -fa: on (default; auto enables it on CUDA) | off");
-  cmd.add_option("--parallel", w.parallel, "llama.cpp -np: sequences sharing the context (default 1)");
+  cmd.add_option("--flash-attn", o.flash_attn,
+                 "llama.cpp -fa: on | off (default on for llama.cpp, whose auto enables it on CUDA; off for Ollama)");
+  cmd.add_option("--parallel,--num-parallel", w.parallel,
+                 "llama.cpp -np / OLLAMA_NUM_PARALLEL: sequences sharing the context (default 1)");
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
   auto* mc = cmd.add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
   mb->excludes(mc);
@@ -92,8 +95,9 @@ nlohmann::json infer_report(const InferOptions& o) {
   if (o.context < 0) throw InputError("--context must be positive");
   if (o.context > 0) w.context = o.context;
   if (o.gpu_layers >= 0) w.gpu_layers = o.gpu_layers;
-  if (o.flash_attn != "on" && o.flash_attn != "off") throw InputError("--flash-attn: expected on or off");
-  w.flash_attn = o.flash_attn == "on";
+  if (!o.flash_attn.empty() && o.flash_attn != "on" && o.flash_attn != "off")
+    throw InputError("--flash-attn: expected on or off");
+  w.flash_attn = o.flash_attn.empty() ? w.profile != Profile::ollama : o.flash_attn == "on";
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;

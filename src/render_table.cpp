@@ -296,7 +296,8 @@ void render_infer_table(const json& r, std::ostream& out) {
                grouped(sv["largest_max_model_len"].get<std::int64_t>()), sv["min_gpu_memory_utilization"].get<double>());
   }
   if (!sv["host_memory_bytes"].is_null())
-    fmt::print(out, "\nllama.cpp: {} layers on the GPU; host memory {}\n", sv["gpu_layers"].get<std::int64_t>(),
+    fmt::print(out, "\n{}: {} layers on the GPU; host memory {}\n", sv["engine"].get<std::string>(),
+               sv["gpu_layers"].get<std::int64_t>(),
                gib(sv["host_memory_bytes"].get<double>()));
   fit_lines(r, out);
   if (r.contains("throughput") && !r["throughput"].is_null()) {

@@ -171,7 +171,8 @@ inline StoredWeightBytes stored_language_weights(const StoredWeights& w, const C
         {"F32", WeightFormat::fp32},  {"F16", WeightFormat::fp16},    {"BF16", WeightFormat::bf16},
         {"Q8_0", WeightFormat::q8_0}, {"Q6_K", WeightFormat::q6_k},   {"Q5_K", WeightFormat::q5_k_m},
         {"Q4_K", WeightFormat::q4_k_m}, {"Q4_0", WeightFormat::q4_0}, {"Q3_K", WeightFormat::q3_k_m},
-        {"Q2_K", WeightFormat::q2_k}, {"MXFP4", WeightFormat::mxfp4}};
+        {"Q2_K", WeightFormat::q2_k}, {"Q5_1", WeightFormat::q5_1},     {"Q5_0", WeightFormat::q5_0},
+        {"Q4_1", WeightFormat::q4_1}, {"MXFP4", WeightFormat::mxfp4}};
     const auto it = ggml.find(q);
     r.nearest = it != ggml.end() ? it->second : WeightFormat::q4_0;  // other i-quants: a 4-bit block format
     r.label = "GGUF, mostly " + q;

@@ -1,7 +1,9 @@
 // Weight formats for serving: bits per weight of each tensor, including block scales, and which tensors a
 // format keeps at higher precision (embeddings, output head, sensitive layers).
 #pragma once
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,45 +15,146 @@ namespace gpuplan {
 
 enum class WeightFormat {
   fp32, bf16, fp16, fp8, int8, gptq_int4, awq_int4, nf4, nf4_dq,
-  q8_0, q6_k, q5_k_m, q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, mxfp4, nvfp4
+  q8_0, q6_k, q5_k_m, q4_k_m, q4_k_s, q4_0, q3_k_m, q2_k, q5_1, q5_0, q4_1, mxfp4, nvfp4
 };
 
-inline constexpr std::array<Spelling<WeightFormat>, 19> weight_format_names{{
+inline constexpr std::array<Spelling<WeightFormat>, 22> weight_format_names{{
     {WeightFormat::fp32, "fp32"},       {WeightFormat::bf16, "bf16"},         {WeightFormat::fp16, "fp16"},
     {WeightFormat::fp8, "fp8"},         {WeightFormat::int8, "int8"},         {WeightFormat::gptq_int4, "gptq-int4"},
     {WeightFormat::awq_int4, "awq-int4"}, {WeightFormat::nf4, "nf4"},          {WeightFormat::nf4_dq, "nf4-dq"},
     {WeightFormat::q8_0, "q8_0"},       {WeightFormat::q6_k, "q6_k"},         {WeightFormat::q5_k_m, "q5_k_m"},
     {WeightFormat::q4_k_m, "q4_k_m"},   {WeightFormat::q4_k_s, "q4_k_s"},     {WeightFormat::q4_0, "q4_0"},
-    {WeightFormat::q3_k_m, "q3_k_m"},   {WeightFormat::q2_k, "q2_k"},         {WeightFormat::mxfp4, "mxfp4"},
+    {WeightFormat::q3_k_m, "q3_k_m"},   {WeightFormat::q2_k, "q2_k"},         {WeightFormat::q5_1, "q5_1"},
+    {WeightFormat::q5_0, "q5_0"},       {WeightFormat::q4_1, "q4_1"},         {WeightFormat::mxfp4, "mxfp4"},
     {WeightFormat::nvfp4, "nvfp4"},
 }};
 
-// GGUF block types: bytes per block / weights per block (ggml/src/ggml-common.h).
+// GGUF tensor types: bytes per block / weights per block (ggml/src/ggml-common.h).
+enum class GgmlType { f16, q8_0, q6_k, q5_k, q4_k, q3_k, q2_k, q5_1, q5_0, q4_1, q4_0, iq4_nl, mxfp4 };
+
 namespace gguf {
 inline constexpr double q8_0 = 34.0 * 8 / 32;    // fp16 scale + 32 int8: 8.5 bpw
 inline constexpr double q6_k = 210.0 * 8 / 256;  // 6.5625 bpw
 inline constexpr double q5_k = 176.0 * 8 / 256;  // 5.5 bpw
 inline constexpr double q4_k = 144.0 * 8 / 256;  // 4.5 bpw
-inline constexpr double q4_0 = 18.0 * 8 / 32;    // 4.5 bpw
 inline constexpr double q3_k = 110.0 * 8 / 256;  // 3.4375 bpw
 inline constexpr double q2_k = 84.0 * 8 / 256;   // 2.625 bpw
+inline constexpr double q5_1 = 24.0 * 8 / 32;    // fp16 scale and minimum + 32 5-bit: 6.0 bpw
+inline constexpr double q5_0 = 22.0 * 8 / 32;    // 5.5 bpw
+inline constexpr double q4_1 = 20.0 * 8 / 32;    // 5.0 bpw
+inline constexpr double q4_0 = 18.0 * 8 / 32;    // 4.5 bpw
+inline constexpr double iq4_nl = 18.0 * 8 / 32;  // 4.5 bpw
 inline constexpr double mxfp4 = 17.0 * 8 / 32;   // E8M0 scale + 32 E2M1: 4.25 bpw
+
+inline double bits(GgmlType t) {
+  switch (t) {
+    case GgmlType::f16: return 16;
+    case GgmlType::q8_0: return q8_0;
+    case GgmlType::q6_k: return q6_k;
+    case GgmlType::q5_k: return q5_k;
+    case GgmlType::q4_k: return q4_k;
+    case GgmlType::q3_k: return q3_k;
+    case GgmlType::q2_k: return q2_k;
+    case GgmlType::q5_1: return q5_1;
+    case GgmlType::q5_0: return q5_0;
+    case GgmlType::q4_1: return q4_1;
+    case GgmlType::q4_0: return q4_0;
+    case GgmlType::iq4_nl: return iq4_nl;
+    case GgmlType::mxfp4: return mxfp4;
+  }
+  return 16;
+}
 }  // namespace gguf
 
 // Where a tensor sits, for the formats whose choice depends on it.
 enum class TensorRole { embedding, output, attn_qkv, attn_v, attn_output, ffn_down, other_linear, norm_or_bias };
 
+// What llama.cpp's llama_tensor_get_type reads besides a tensor's role and layer.
+struct GgufTraits {
+  std::int64_t layers = 1;
+  std::int64_t gqa = 1;   // query heads per KV head (n_gqa)
+  bool type_70b = false;  // llama.cpp calls the model LLM_TYPE_70B (80 layers with grouped KV heads)
+};
+
+inline GgufTraits gguf_traits(const ModelSpec& s) {
+  const std::int64_t gqa = s.kv_heads > 0 ? std::max<std::int64_t>(1, s.heads / s.kv_heads) : 1;
+  return {s.layers, gqa, s.layers == 80 && gqa > 1};
+}
+
 namespace detail {
 // llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third in between get a
-// larger type in the _M mixes (src/llama-quant.cpp, llama_tensor_get_type).
+// larger type in the _M mixes.
 inline bool use_more_bits(std::int64_t i, std::int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 }  // namespace detail
 
-// Bits per weight of a tensor in a format. Layer index and count matter only for GGUF's k-quant mixes.
-inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t layer, std::int64_t layers,
-                              std::int64_t in_features, std::int64_t group_size = 128) {
+// The type llama-quantize gives a weight matrix in a GGUF file type (src/llama-quant.cpp, llama_tensor_get_type;
+// rules unchanged from b4343, the build of the scored logs, to late-2025 builds). Not modelled: the 8-expert
+// (Mixtral) and Falcon special cases, imatrix-only choices. A row length a k-quant cannot hold (not a multiple of
+// 256) takes the fallback type: Q2_K/Q3_K → IQ4_NL, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 (F16 below 32).
+inline GgmlType gguf_tensor_type(WeightFormat f, TensorRole role, std::int64_t layer, const GgufTraits& m,
+                                 std::int64_t in_features) {
+  using T = GgmlType;
+  const bool out = role == TensorRole::output, v = role == TensorRole::attn_v, down = role == TensorRole::ffn_down;
+  const bool qkv = role == TensorRole::attn_qkv, o = role == TensorRole::attn_output;
+  const std::int64_t L = m.layers;
+  auto pick = [&]() -> T {
+    switch (f) {
+      case WeightFormat::q8_0: return T::q8_0;
+      case WeightFormat::q6_k: return T::q6_k;
+      case WeightFormat::q5_1: return out ? T::q6_k : T::q5_1;
+      case WeightFormat::q5_0: return out ? T::q6_k : T::q5_0;
+      case WeightFormat::q4_1: return out ? T::q6_k : T::q4_1;
+      case WeightFormat::q4_0: return out ? T::q6_k : T::q4_0;
+      // _M mixes: attn_v and ffn_down a step up in the use_more_bits layers, a fused attn_qkv (GPT-NeoX, Phi-3,
+      // GPT-2) a step up in every layer.
+      case WeightFormat::q5_k_m:
+        if (out || qkv || ((v || down) && detail::use_more_bits(layer, L))) return T::q6_k;
+        return T::q5_k;
+      case WeightFormat::q4_k_m:
+        if (out || ((v || down) && detail::use_more_bits(layer, L))) return T::q6_k;
+        if (qkv) return T::q5_k;
+        return v && m.type_70b ? T::q5_k : T::q4_k;
+      case WeightFormat::q4_k_s:
+        if (out) return T::q6_k;
+        if ((down && layer < L / 8) || (v && layer < 4)) return T::q5_k;
+        return v && m.type_70b ? T::q5_k : T::q4_k;
+      case WeightFormat::q3_k_m:
+        if (out) return T::q6_k;
+        if (v) return layer < 2 || m.type_70b ? T::q5_k : T::q4_k;
+        if (down) return layer < L / 16 ? T::q5_k : T::q4_k;  // Q3_K only for Falcon's other layers
+        if (qkv || o) return T::q4_k;
+        return T::q3_k;
+      case WeightFormat::q2_k:
+        if (out) return T::q6_k;
+        if (v) return m.gqa >= 4 ? (m.type_70b ? T::q5_k : T::q4_k) : (m.type_70b ? T::q5_k : T::q3_k);
+        if (o || down) return T::q3_k;
+        return T::q2_k;
+      default: return T::f16;
+    }
+  };
+  const T t = pick();
+  const bool k_quant = t == T::q6_k || t == T::q5_k || t == T::q4_k || t == T::q3_k || t == T::q2_k;
+  if (!k_quant || in_features % 256 == 0) return t;
+  if (in_features % 32 != 0) return T::f16;
+  switch (t) {
+    case T::q6_k: return T::q8_0;
+    case T::q5_k: return T::q5_1;
+    case T::q4_k: return T::q5_0;
+    default: return T::iq4_nl;
+  }
+}
+
+inline bool is_gguf_format(WeightFormat f) { return f >= WeightFormat::q8_0 && f <= WeightFormat::q4_1; }
+
+// Bits per weight of a tensor in a format. Layer index and model traits matter only for GGUF's k-quant mixes.
+// `gguf_file`: the weights come from a GGUF file (the llama.cpp profile), whose 1-D tensors (norms, biases) are
+// f32 in every file type (convert_hf_to_gguf.py keeps n_dims ≤ 1 in F32; llama-quantize leaves them).
+inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t layer, const GgufTraits& m,
+                              std::int64_t in_features, std::int64_t group_size = 128, bool gguf_file = false) {
   const double g = double(group_size);
-  if (role == TensorRole::norm_or_bias) return f == WeightFormat::fp32 ? 32 : (f >= WeightFormat::q8_0 ? 32 : 16);
+  if (role == TensorRole::norm_or_bias)
+    return f == WeightFormat::fp32 || gguf_file || f >= WeightFormat::q8_0 ? 32 : 16;
+  if (is_gguf_format(f)) return gguf::bits(gguf_tensor_type(f, role, layer, m, in_features));
   const bool emb = role == TensorRole::embedding, out = role == TensorRole::output;
   switch (f) {
     case WeightFormat::fp32: return 32;
@@ -71,44 +174,12 @@ inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t laye
     // 256 blocks: 4 + 8/64 + 32/(64·256) = 4.127 (QLoRA §3). HF keeps embeddings and lm_head in 16 bit.
     case WeightFormat::nf4: return emb || out ? 16 : 4 + 32.0 / 64;
     case WeightFormat::nf4_dq: return emb || out ? 16 : 4 + 8.0 / 64 + 32.0 / (64 * 256);
-    case WeightFormat::q8_0: return gguf::q8_0;
-    case WeightFormat::q6_k: return gguf::q6_k;
-    // llama.cpp k-quant mixes (llama_tensor_get_type): output.weight Q6_K; attn_v and ffn_down one step up in the
-    // use_more_bits layers; a fused attn_qkv (GPT-NeoX, Phi-3, GPT-2) one step up in every layer for the _M mixes
-    // (Q3_K_M → Q4_K, Q4_K_M → Q5_K, Q5_K_M → Q6_K).
-    case WeightFormat::q5_k_m:
-      if (out || role == TensorRole::attn_qkv) return gguf::q6_k;
-      if ((role == TensorRole::attn_v || role == TensorRole::ffn_down) && detail::use_more_bits(layer, layers)) return gguf::q6_k;
-      return gguf::q5_k;
-    case WeightFormat::q4_k_m:
-      if (out) return gguf::q6_k;
-      if (role == TensorRole::attn_qkv) return gguf::q5_k;
-      if ((role == TensorRole::attn_v || role == TensorRole::ffn_down) && detail::use_more_bits(layer, layers)) return gguf::q6_k;
-      return gguf::q4_k;
-    case WeightFormat::q4_k_s:
-      if (out) return gguf::q6_k;
-      if (role == TensorRole::ffn_down && layer < layers / 8) return gguf::q5_k;
-      return gguf::q4_k;
-    case WeightFormat::q4_0: return out ? gguf::q6_k : gguf::q4_0;
-    case WeightFormat::q3_k_m:
-      if (out) return gguf::q6_k;
-      if (role == TensorRole::attn_qkv) return gguf::q4_k;
-      if (role == TensorRole::attn_v) return layer < 2 ? gguf::q5_k : gguf::q4_k;
-      if (role == TensorRole::attn_output) return gguf::q4_k;
-      if (role == TensorRole::ffn_down)
-        return layer < layers / 16 ? gguf::q5_k : detail::use_more_bits(layer, layers) ? gguf::q4_k : gguf::q3_k;
-      return gguf::q3_k;
-    case WeightFormat::q2_k:
-      if (out) return gguf::q6_k;
-      if (role == TensorRole::attn_v) return gguf::q4_k;
-      if (role == TensorRole::attn_output || role == TensorRole::ffn_down) return gguf::q3_k;
-      return gguf::q2_k;
     // OCP MX FP4: E8M0 scale per 32 (GGUF MXFP4); embeddings and head kept 16 bit as in gpt-oss checkpoints.
     case WeightFormat::mxfp4: return emb || out ? 16 : gguf::mxfp4;
     // NVFP4: an E4M3 scale per 16 weights (+ a per-tensor fp32 scale): 4.5 bpw; embeddings and head 16 bit.
     case WeightFormat::nvfp4: return emb || out ? 16 : 4 + 8.0 / 16;
+    default: return 16;
   }
-  return 16;
 }
 
 inline TensorRole role_of(const ParamGroup& g) {
@@ -140,12 +211,14 @@ struct StoredWeightBytes {
   std::string label;                          // what was stored, e.g. "BF16", "gptq 4-bit", "Q4_K (GGUF)"
 };
 
-// Bytes of every tensor of the model in a format. A tied lm_head is the embedding matrix itself.
-inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128) {
+// Bytes of every tensor of the model in a format. A tied lm_head is the embedding matrix itself. `gguf_file`: as
+// llama.cpp loads them from a GGUF file (1-D tensors in f32).
+inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128, bool gguf_file = false) {
   const ParamInventory inv = param_inventory(s);
+  const GgufTraits traits = gguf_traits(s);
   WeightBytes w;
   auto bytes = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
-    return Bytes(double(g.numel()) * bits_per_weight(f, role, layer, s.layers, g.in, group_size) / 8.0);
+    return Bytes(double(g.numel()) * bits_per_weight(f, role, layer, traits, g.in, group_size, gguf_file) / 8.0);
   };
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
   for (const auto& g : inv.embedding)

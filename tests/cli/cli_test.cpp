@@ -248,6 +248,23 @@ TEST_CASE("cli: infer solve modes", "[cli][inference]") {
   const auto ctx = j["solve"]["max_context"].get<std::int64_t>();
   CHECK(ctx > 1000);
   CHECK(ctx <= 4096);  // Llama 2's max_position_embeddings
+  // Ollama: num_ctx by the GPU's memory (4k on a 24 GB card, 256k clamped to the model's 128k on an H100), times
+  // OLLAMA_NUM_PARALLEL; --n-ctx (llama.cpp's name) and --num-ctx (Ollama's) are --context.
+  for (const auto& [gpu, ctx] : {std::pair{"rtx-4090", 4096}, std::pair{"h100", 131072}}) {
+    r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "ollama", "--gpu", gpu,
+                 "--format", "json"});
+    REQUIRE(r.code == ExitCode::ok);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j["workload"]["context_tokens"] == ctx);
+    CHECK(j["serving"]["engine"] == "ollama");
+  }
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "ollama", "--num-ctx", "2048",
+               "--num-parallel", "4", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["memory"]["components"]["kv_cache"] == 8192.0 * 32 * 2 * 1024 * 2);
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--n-ctx", "8192", "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["workload"]["context_tokens"] == 8192);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "ollama", "--flash-attn", "maybe"}).code == ExitCode::usage);
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--max-batch"}).code == ExitCode::usage);  // needs --gpu
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q9"}).code == ExitCode::usage);
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "0"}).code == ExitCode::usage);

@@ -12,6 +12,7 @@ settings (engine flags under their engine names) and every logged number it mode
   sglang kv_tokens ("KV Cache is allocated. #tokens"), k_size_gib ("K size")
   llama_cpp  model_buffer_mib ("CUDA0 model buffer size"), host_model_buffer_mib ("CPU_Mapped model buffer size"),
          kv_buffer_mib ("CUDA0 KV buffer size"), compute_buffer_mib ("CUDA0 compute buffer size")
+  ollama the same buffers, printed by the llama.cpp runner Ollama starts (num_ctx and OLLAMA_NUM_PARALLEL given)
 
 Error = predicted / logged − 1. Limits (issue #14): weights median ≤ 2 %; KV tokens and concurrency median ≤ 5 %,
 worst ≤ 15 %; llama.cpp buffers median ≤ 5 %. Exits 1 when a limit is exceeded or a case fails to run.
@@ -96,6 +97,13 @@ def llama_cpp_command(binary, c):
                                       "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
 
 
+def ollama_command(binary, c):
+    s = c["settings"]
+    return [binary, "infer", "--model", c["model"], "--profile", "ollama", "--weights", s["weights"],
+            "--num-ctx", str(s["num_ctx"]), "--num-parallel", str(s["num_parallel"]), "--flash-attn", s["flash_attn"],
+            "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
+
+
 def llama_cpp_predicted(r):
     # Host memory: the CPU-mapped tensors (token embeddings) and the KV of layers left on the host (none in these
     # fully offloaded runs), so it compares with the logged CPU_Mapped model buffer.
@@ -107,7 +115,7 @@ def llama_cpp_predicted(r):
 
 
 ENGINES = {"vllm": (vllm_command, vllm_predicted), "sglang": (sglang_command, sglang_predicted),
-           "llama_cpp": (llama_cpp_command, llama_cpp_predicted)}
+           "llama_cpp": (llama_cpp_command, llama_cpp_predicted), "ollama": (ollama_command, llama_cpp_predicted)}
 GROUP = {"weights_gib": "weights", "kv_tokens": "kv capacity", "max_concurrency": "kv capacity", "k_size_gib": "kv pool",
          "kv_cache_gib": "kv pool", "activation_gib": "activation", "non_torch_gib": "non-torch",
          "model_buffer_mib": "llama.cpp buffers", "host_model_buffer_mib": "llama.cpp buffers",
@@ -175,9 +183,16 @@ def markdown(rows, summ):
               "Q6_K, attn_v/ffn_down up a step in the use_more_bits layers, a fused attn_qkv up a step in the _M mixes),",
               "token embeddings CPU-mapped; KV cells = n_ctx padded to 256; the compute buffer of one ubatch (f32 scores",
               "without flash attention, or the f32 logits). The scored logs so far are llama.cpp's own CI (ggml-org/ci,",
-              "build 4343, Pythia 2.8B on a V100 in four file types); more logged numbers (gpt-oss iSWA KV, Phi-3,",
-              "Qwen3, Mistral compute buffers) are unit-tested in `tests/unit/llama_cpp_test.cpp`.", "",
-              "Not yet a scored log set: SGLang beyond that one; llama.cpp beyond one model; Ollama; DeepSpeed",
+              "build 4343, Pythia 2.8B on a V100 in all eleven file types its CI makes: F16, Q8_0, Q6_K, Q5_K_M, Q5_1,",
+              "Q5_0, Q4_K_M, Q4_1, Q4_0, Q3_K_M, Q2_K). GGUF files keep norms and biases in f32, also in F16 files.",
+              "More logged numbers (gpt-oss iSWA KV, Phi-3, Qwen3, Mistral compute buffers) are unit-tested in",
+              "`tests/unit/llama_cpp_test.cpp`.", "",
+              "## Ollama", "",
+              "Profile `ollama`: llama.cpp's buffers with Ollama's defaults (Ollama 0.21: num_ctx 4k/32k/256k by GPU",
+              "memory, clamped to the model's trained context; KV cells = num_ctx × OLLAMA_NUM_PARALLEL; batch 512;",
+              "flash attention off). One logged start-up so far (a GTX 1080 user's journal, Llama-3.1-8B-shaped",
+              "DeepSeek distill in Q4_K_M with 4 parallel slots): all four buffers equal to 0.01 MiB.", "",
+              "Not yet a scored log set: SGLang beyond that one; llama.cpp beyond one model; Ollama beyond one; DeepSpeed",
               "(profile `deepspeed` read from DeepSpeed 0.16's source; its own estimators reproduced exactly in",
               "`tests/unit/deepspeed_test.cpp`). Issue #14 stays open for them.", "",
               "## Every logged number", "",
@@ -205,7 +220,7 @@ def main():
     summ = summary(rows)
     if not a.quiet:
         for r in rows:
-            print(f"{r['engine']:6} {r['id']:22} {r['quantity']:16} logged {fmt_value(r['quantity'], r['logged']):>10} "
+            print(f"{r['engine']:9} {r['id']:36} {r['quantity']:16} logged {fmt_value(r['quantity'], r['logged']):>10} "
                   f"gpuplan {fmt_value(r['quantity'], r['predicted']):>10} {r['error'] * 100:+6.1f} %")
     ok = True
     for g, (n, med, worst) in summ.items():

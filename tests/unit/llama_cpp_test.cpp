@@ -76,3 +76,25 @@ TEST_CASE("llama.cpp: bad engine knobs are refused", "[llama.cpp]") {
   w.parallel = 0;
   CHECK_THROWS_AS(estimate_inference_memory(find_preset("qwen3-0.6b").spec, w), InputError);
 }
+
+TEST_CASE("ollama: num_ctx by GPU memory, clamped to the model, times OLLAMA_NUM_PARALLEL", "[llama.cpp][ollama]") {
+  // docs/context-length.mdx (Ollama 0.21): 4k below 24 GiB, 32k up to 48 GiB, 256k above.
+  CHECK(OllamaProfile::default_num_ctx(std::nullopt) == 4096);
+  CHECK(OllamaProfile::default_num_ctx(Bytes(16.0 * 1073741824)) == 4096);
+  CHECK(OllamaProfile::default_num_ctx(Bytes(24.0 * 1073741824)) == 32768);
+  CHECK(OllamaProfile::default_num_ctx(Bytes(80.0 * 1073741824)) == 262144);
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;  // trained context 131072
+  InferenceWorkload w;
+  w.profile = Profile::ollama;
+  w.device_memory = Bytes(80.0 * 1073741824);
+  w.parallel = 2;
+  const InferenceWorkload r = ollama_runner_workload(m, w);
+  CHECK(*r.context == 2 * 131072);  // 256k clamped to the model's 128k, two slots
+  CHECK(r.ubatch == 512);
+  w.context = 300;  // num_ctx below the batch: the batch shrinks to it
+  CHECK(ollama_runner_workload(m, w).ubatch == 300);
+  // The runner's KV buffer: 2 × 300 cells padded to 768, 32 layers × K and V of 8 × 128 f16.
+  w.weights = WeightFormat::q4_k_m;
+  w.flash_attn = false;
+  CHECK(estimate_inference_memory(m, w).memory.components.kv_cache.in(unit::bytes) == 768.0 * 32 * 2 * 1024 * 2);
+}

@@ -241,7 +241,8 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
   t.h = double(s.hidden);
   // Tensor parallelism splits every layer's weights and the head across the GPUs (Megatron-style column/row
   // parallel linears, vocabulary-parallel embedding and head).
-  t.wb = w.stored && !w.weights ? w.stored->bytes : weight_bytes(s, format, w.group_size);
+  t.wb = w.stored && !w.weights ? w.stored->bytes
+                                 : weight_bytes(s, format, w.group_size, /*gguf_file=*/llama_cpp_engine(w.profile));
   t.weights = t.wb.total().in(unit::bytes) / double(w.tp);
   detail::kv_cache_tensors(t, s, w, kv);
   detail::prefill_tensors(t, s, w);
@@ -536,9 +537,14 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   m.activations = Bytes(compute);
   Moment mo{"serve", "model, KV and compute buffers", m};
   est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
-  est.serving.engine = "llama.cpp";
+  est.serving.engine = w.profile == Profile::ollama ? "ollama" : "llama.cpp";
   est.serving.host_memory = Bytes(host_w + host_kv);
   est.serving.gpu_layers = ngl;
+  if (w.profile == Profile::ollama)
+    est.assumptions.push_back("profile ollama (0.21, llama.cpp runner): num_ctx " + std::to_string(n_ctx / w.parallel) +
+                              " × OLLAMA_NUM_PARALLEL " + std::to_string(w.parallel) + " = n_ctx " +
+                              std::to_string(n_ctx) + "; num_batch 512; OLLAMA_FLASH_ATTENTION " +
+                              (w.flash_attn ? "1" : "unset"));
   est.assumptions.push_back(
       "profile llama.cpp (CUDA, 2025 builds): -ngl " + std::to_string(ngl) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +
@@ -548,12 +554,23 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   return est;
 }
 
+// Ollama's workload as the llama.cpp runner it starts sees it (OllamaProfile): --context is num_ctx per request
+// (default by the GPU's memory, clamped to the model's trained context); n_ctx = num_ctx × --parallel.
+inline InferenceWorkload ollama_runner_workload(const ModelSpec& s, InferenceWorkload w) {
+  std::int64_t num_ctx = w.context.value_or(OllamaProfile::default_num_ctx(w.device_memory));
+  if (s.max_positions > 0) num_ctx = std::min(num_ctx, s.max_positions);
+  w.context = num_ctx * w.parallel;
+  w.ubatch = std::min({w.ubatch, OllamaProfile::num_batch, num_ctx});
+  return w;
+}
+
 namespace detail {
 
 // `replay`: run the caching-allocator replay for the pytorch profile's reserve.
-inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceWorkload& w, bool replay) {
+inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceWorkload& requested, bool replay) {
   validate(s);
-  validate(w);
+  validate(requested);
+  const InferenceWorkload w = requested.profile == Profile::ollama ? ollama_runner_workload(s, requested) : requested;
   const bool pytorch = w.profile == Profile::pytorch;
   const ParamCounts counts = count_params(s);
   InferenceEstimate est;
@@ -563,7 +580,8 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   est.weights = w.weights.value_or(as_stored ? w.stored->nearest : default_weight_format(w.precision));
   if (as_stored)
     est.assumptions.push_back("weights as stored in the checkpoint (" + w.stored->label + "), read from its headers");
-  est.kv = w.kv.value_or(default_kv_dtype(w.precision));
+  // llama.cpp's cache types default to f16 (-ctk/-ctv f16) whatever the weights.
+  est.kv = w.kv.value_or(llama_cpp_engine(w.profile) ? KvDtype::fp16 : default_kv_dtype(w.precision));
   const InferenceTensors t = inference_tensors(s, w, est.weights, est.kv);
   est.weight_bytes = Bytes(t.weights);
   est.context_tokens = static_cast<std::int64_t>(t.len);
@@ -577,7 +595,7 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
                               " tokens (the current chunk)");
   if (w.profile == Profile::vllm) return vllm_estimate(est, s, w, t);
   if (w.profile == Profile::sglang) return sglang_estimate(est, s, w, t);
-  if (w.profile == Profile::llama_cpp) return llama_cpp_estimate(est, s, w, t);
+  if (llama_cpp_engine(w.profile)) return llama_cpp_estimate(est, s, w, t);
 
   std::optional<Bytes> reserve;
   if (pytorch && replay) reserve = Bytes(generate_allocations<ReplayedAllocations>(s, w, t).reserve());

@@ -6,10 +6,12 @@
 //                 sliding-window layers (Gemma 2/3, gpt-oss) get their own cache of n_swa·n_seq + n_ubatch cells
 //   compute       ggml's graph allocator reserves the worst ubatch: the f32 attention scores without flash
 //                 attention, or the f32 logits of n_ubatch outputs, whichever is larger
+// Ollama (OllamaProfile) is the same engine with its own context, batch and flash-attention defaults.
 // Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl (scored) and tests/unit/llama_cpp_test.cpp.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "../model.h"
 #include "../units.h"
@@ -26,6 +28,20 @@ struct LlamaCppProfile {
   // phase the residual, the normed input, Q and the K and V rows being written to the cache (5); at the output the
   // final norm and its input (2). Read off the logged compute buffers of Phi-3, Mistral 7B, Llama 3.1 405B, Qwen3.
   static constexpr double attention_hidden_rows = 5, output_hidden_rows = 2;
+};
+
+// Ollama runs llama.cpp with its own defaults (Ollama 0.21: docs/context-length.mdx at 948f693; llm/server.go
+// LoadRequest): num_ctx by the GPU's memory, clamped to the model's trained context; the KV cache holds
+// num_ctx × OLLAMA_NUM_PARALLEL (default 1) cells; batch min(num_batch 512, num_ctx); flash attention off unless
+// OLLAMA_FLASH_ATTENTION is set.
+struct OllamaProfile {
+  static constexpr std::int64_t num_batch = 512;
+  // Default num_ctx: 4k below 24 GiB of VRAM, 32k up to 48 GiB, 256k above.
+  static std::int64_t default_num_ctx(std::optional<Bytes> vram) {
+    if (!vram) return 4096;
+    const double gib = vram->in(unit::bytes) / 1073741824.0;
+    return gib < 24 ? 4096 : gib < 48 ? 32768 : 262144;
+  }
 };
 
 inline std::int64_t llama_cpp_pad(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }

@@ -11,16 +11,20 @@
 namespace gpuplan {
 
 // pytorch: eager PyTorch + HF transformers (training, and generate for serving), ZeRO stages as FSDP2; deepspeed:
-// the same model code trained by DeepSpeed's ZeRO optimizers; vllm, sglang and llama.cpp: serving engines; none:
-// tensor bytes only.
-enum class Profile { pytorch, none, vllm, llama_cpp, deepspeed, sglang };
+// the same model code trained by DeepSpeed's ZeRO optimizers; vllm, sglang, llama.cpp and ollama (llama.cpp with
+// Ollama's defaults): serving engines; none: tensor bytes only.
+enum class Profile { pytorch, none, vllm, llama_cpp, deepspeed, sglang, ollama };
 
-inline constexpr std::array<Spelling<Profile>, 6> profile_names{{{Profile::pytorch, "pytorch"},
+inline constexpr std::array<Spelling<Profile>, 7> profile_names{{{Profile::pytorch, "pytorch"},
                                                                  {Profile::none, "none"},
                                                                  {Profile::vllm, "vllm"},
                                                                  {Profile::llama_cpp, "llama.cpp"},
                                                                  {Profile::deepspeed, "deepspeed"},
-                                                                 {Profile::sglang, "sglang"}}};
+                                                                 {Profile::sglang, "sglang"},
+                                                                 {Profile::ollama, "ollama"}}};
+
+// Profiles that load GGUF files into llama.cpp's buffers.
+inline bool llama_cpp_engine(Profile p) { return p == Profile::llama_cpp || p == Profile::ollama; }
 
 // Profiles whose tensors live in PyTorch's caching allocator beside a CUDA context and cuBLAS workspaces.
 inline bool torch_runtime(Profile p) { return p == Profile::pytorch || p == Profile::deepspeed; }

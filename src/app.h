@@ -95,7 +95,7 @@ struct InferOptions {
   std::string kv_dtype;
   std::int64_t context = 0;
   std::int64_t gpu_layers = -1;
-  std::string flash_attn;  // empty: the engine's default (llama.cpp on, Ollama off)
+  std::string flash_attn = "on";
   bool max_batch = false;
   bool max_context = false;
   double mem_efficiency = 0;

@@ -44,7 +44,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
   cmd.add_option("--ubatch", w.ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
-                 "llama.cpp -fa: on | off (default on for llama.cpp, whose auto enables it on CUDA; off for Ollama)");
+                 "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
   cmd.add_option("--parallel,--num-parallel", w.parallel,
                  "llama.cpp -np / OLLAMA_NUM_PARALLEL: sequences sharing the context (default 1)");
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
@@ -95,9 +95,8 @@ nlohmann::json infer_report(const InferOptions& o) {
   if (o.context < 0) throw InputError("--context must be positive");
   if (o.context > 0) w.context = o.context;
   if (o.gpu_layers >= 0) w.gpu_layers = o.gpu_layers;
-  if (!o.flash_attn.empty() && o.flash_attn != "on" && o.flash_attn != "off")
-    throw InputError("--flash-attn: expected on or off");
-  w.flash_attn = o.flash_attn.empty() ? w.profile != Profile::ollama : o.flash_attn == "on";
+  if (o.flash_attn != "on" && o.flash_attn != "off") throw InputError("--flash-attn: expected on or off");
+  w.flash_attn = o.flash_attn == "on";
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;

@@ -190,7 +190,7 @@ def markdown(rows, summ):
               "## Ollama", "",
               "Profile `ollama`: llama.cpp's buffers with Ollama's defaults (Ollama 0.21: num_ctx 4k/32k/256k by GPU",
               "memory, clamped to the model's trained context; KV cells = num_ctx × OLLAMA_NUM_PARALLEL; batch 512;",
-              "flash attention off). One logged start-up so far (a GTX 1080 user's journal, Llama-3.1-8B-shaped",
+              "flash attention auto). One logged start-up so far (a GTX 1080 user's journal, Llama-3.1-8B-shaped",
               "DeepSeek distill in Q4_K_M with 4 parallel slots): all four buffers equal to 0.01 MiB.", "",
               "Not yet a scored log set: SGLang beyond that one; llama.cpp beyond one model; Ollama beyond one; DeepSpeed",
               "(profile `deepspeed` read from DeepSpeed 0.16's source; its own estimators reproduced exactly in",

@@ -543,8 +543,8 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   if (w.profile == Profile::ollama)
     est.assumptions.push_back("profile ollama (0.21, llama.cpp runner): num_ctx " + std::to_string(n_ctx / w.parallel) +
                               " × OLLAMA_NUM_PARALLEL " + std::to_string(w.parallel) + " = n_ctx " +
-                              std::to_string(n_ctx) + "; num_batch 512; OLLAMA_FLASH_ATTENTION " +
-                              (w.flash_attn ? "1" : "unset"));
+                              std::to_string(n_ctx) + "; num_batch 512; flash attention " +
+                              (w.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
   est.assumptions.push_back(
       "profile llama.cpp (CUDA, 2025 builds): -ngl " + std::to_string(ngl) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +

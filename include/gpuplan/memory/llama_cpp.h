@@ -32,8 +32,8 @@ struct LlamaCppProfile {
 
 // Ollama runs llama.cpp with its own defaults (Ollama 0.21: docs/context-length.mdx at 948f693; llm/server.go
 // LoadRequest): num_ctx by the GPU's memory, clamped to the model's trained context; the KV cache holds
-// num_ctx × OLLAMA_NUM_PARALLEL (default 1) cells; batch min(num_batch 512, num_ctx); flash attention off unless
-// OLLAMA_FLASH_ATTENTION is set.
+// num_ctx × OLLAMA_NUM_PARALLEL (default 1) cells; batch min(num_batch 512, num_ctx); flash attention auto (on
+// where the model supports it since late 2025: ollama/ollama #12473, #13448; OLLAMA_FLASH_ATTENTION=0 turns it off).
 struct OllamaProfile {
   static constexpr std::int64_t num_batch = 512;
   // Default num_ctx: 4k below 24 GiB of VRAM, 32k up to 48 GiB, 256k above.

@@ -40,13 +40,22 @@ TEST_CASE("llama.cpp: -ngl counts repeating layers from the last one, then the o
         Approx((wb.total() - wb.embedding).in(unit::bytes)));
 }
 
-TEST_CASE("llama.cpp: KV cells padded to 256; interleaved sliding layers get their own cache", "[llama.cpp]") {
+TEST_CASE("llama.cpp: KV cells padded to 256 (32 without flash attention); interleaved sliding layers get their own cache", "[llama.cpp]") {
   // n_ctx 1000 → 1024 cells: Llama 3.1 8B, 32 layers × 1024 × 2 × 1024 (8 heads × 128) × 2 B = 128 MiB.
   CHECK(estimate_inference_memory(find_preset("llama-3.1-8b").spec, llama_cpp(1000)).memory.components.kv_cache.in(
             unit::bytes) == 128 * kMiB);
   // gpt-oss-20b at n_ctx 131072, logged by llama.cpp (llama_kv_cache_unified_iswa): non-SWA 131072 cells × 12
   // layers = 3072 MiB; SWA min(131072, pad(128·1 + 512, 256)) = 768 cells × 12 layers = 18 MiB.
-  CHECK(llama_cpp_cells(find_preset("gpt-oss-20b").spec, true, 0, 131072, 1, 512) == 768);
+  CHECK(llama_cpp_cells(find_preset("gpt-oss-20b").spec, true, 0, 131072, 1, 512, /*flash_attn=*/true) == 768);
+  // Without flash attention cells are padded to 32 (llama_kv_cache::get_padding: "flash_attn ? 256u : 32u"):
+  // n_ctx 2528 stays 2528 cells, 2560 with it; llama.cpp's CI on an Apple M4 logs 24.00 MiB of KV for Pythia 1.4B
+  // at n_ctx 128 without flash attention (128 cells × 24 layers × 2 × 2048 × 2 B).
+  const ModelSpec& llama = find_preset("llama-3.1-8b").spec;
+  CHECK(llama_cpp_cells(llama, false, 0, 2528, 1, 512, false) == 2528);
+  CHECK(llama_cpp_cells(llama, false, 0, 2528, 1, 512, true) == 2560);
+  auto no_fa = llama_cpp(128);
+  no_fa.flash_attn = false;
+  CHECK(estimate_inference_memory(llama, no_fa).memory.components.kv_cache.in(unit::bytes) == 128.0 * 32 * 2 * 1024 * 2);
   CHECK(estimate_inference_memory(find_preset("gpt-oss-20b").spec, llama_cpp(131072)).memory.components.kv_cache.in(
             unit::bytes) == (3072 + 18) * kMiB);
   // A uniform window (Phi-3 mini declares sliding_window 2047 on every layer) runs as full attention: 4096 cells ×
@@ -93,8 +102,10 @@ TEST_CASE("ollama: num_ctx by GPU memory, clamped to the model, times OLLAMA_NUM
   CHECK(r.ubatch == 512);
   w.context = 300;  // num_ctx below the batch: the batch shrinks to it
   CHECK(ollama_runner_workload(m, w).ubatch == 300);
-  // The runner's KV buffer: 2 × 300 cells padded to 768, 32 layers × K and V of 8 × 128 f16.
+  // The runner's KV buffer: 2 × 300 cells padded to 768 with flash attention (608 without), 32 layers × K and V of
+  // 8 × 128 f16.
   w.weights = WeightFormat::q4_k_m;
-  w.flash_attn = false;
   CHECK(estimate_inference_memory(m, w).memory.components.kv_cache.in(unit::bytes) == 768.0 * 32 * 2 * 1024 * 2);
+  w.flash_attn = false;
+  CHECK(estimate_inference_memory(m, w).memory.components.kv_cache.in(unit::bytes) == 608.0 * 32 * 2 * 1024 * 2);
 }

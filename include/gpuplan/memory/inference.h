@@ -524,11 +524,11 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
     const bool gpu = l >= first_gpu;
     (gpu ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
     const double kv = s.is_linear_layer(l) ? double(w.parallel) * t.state_layer
-                                           : llama_cpp_cells(s, iswa, l, n_ctx, w.parallel, w.ubatch) * t.kv_layer_tok;
+                                           : llama_cpp_cells(s, iswa, l, n_ctx, w.parallel, w.ubatch, w.flash_attn) * t.kv_layer_tok;
     (gpu ? gpu_kv : host_kv) += kv;
   }
   (output_on_gpu ? gpu_w : host_w) += wb.output.in(unit::bytes);
-  const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad));
+  const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(w.flash_attn)));
   // The GPU reserves its layers' attention phase, and the logits when it holds the output layer.
   const double compute = llama_cpp_compute_bytes(s, cells, w.ubatch, w.flash_attn, output_on_gpu);
   MemoryComponents m;
@@ -548,7 +548,7 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   est.assumptions.push_back(
       "profile llama.cpp (CUDA, 2025 builds): -ngl " + std::to_string(ngl) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +
-      std::to_string(n_ctx) + " padded to 256 cells" + (iswa ? ", sliding-window layers in their own cache" : "") +
+      std::to_string(n_ctx) + " padded to " + std::to_string(LlamaCppProfile::kv_pad(w.flash_attn)) + " cells" + (iswa ? ", sliding-window layers in their own cache" : "") +
       "; n_ubatch " + std::to_string(w.ubatch) + ", flash attention " + (w.flash_attn ? "on" : "off") +
       "; CUDA context ~0.35 GB");
   return est;

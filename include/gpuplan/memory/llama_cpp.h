@@ -2,7 +2,7 @@
 // src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp, src/llama-context.cpp graph_reserve):
 //   model buffer  the tensors of the offloaded layers (-ngl counts the repeating layers from the last one back,
 //                 then the output layer); token embeddings stay in host memory (CPU_Mapped)
-//   KV buffer     n_ctx padded to 256 cells × every layer's K and V rows in type_k / type_v; interleaved
+//   KV buffer     n_ctx padded to 256 cells (32 without flash attention) × every layer's K and V rows in type_k / type_v; interleaved
 //                 sliding-window layers (Gemma 2/3, gpt-oss) get their own cache of n_swa·n_seq + n_ubatch cells
 //   compute       ggml's graph allocator reserves the worst ubatch: the f32 attention scores without flash
 //                 attention, or the f32 logits of n_ubatch outputs, whichever is larger
@@ -20,7 +20,9 @@ namespace gpuplan {
 
 struct LlamaCppProfile {
   static constexpr std::int64_t n_ubatch = 512;  // common_params.n_ubatch default
-  static constexpr std::int64_t kv_pad = 256;    // llama_kv_cache: "padding = 256"
+  // Cells are padded for the flash-attention kernels: llama_kv_cache::get_padding, "flash_attn ? 256u : 32u"
+  // (unchanged from b4343 through the llama_kv_cache_unified and llama_kv_cache rewrites).
+  static constexpr std::int64_t kv_pad(bool flash_attn) { return flash_attn ? 256 : 32; }
   // CUDA context and cuBLAS of a plain CUDA process: about 0.3–0.4 GB (pytorch issues #107667, #109888 quote
   // ~300–400 MB with lazy loading); llama.cpp loads far fewer kernels than PyTorch.
   static constexpr Bytes cuda_context{350e6};
@@ -57,10 +59,11 @@ inline bool llama_cpp_iswa(const ModelSpec& s) {
 // Cells of a layer's cache for a context of n_ctx tokens (and n_seq sequences sharing it); `iswa`:
 // llama_cpp_iswa(s), computed once per model.
 inline double llama_cpp_cells(const ModelSpec& s, bool iswa, std::int64_t layer, std::int64_t n_ctx,
-                              std::int64_t n_seq, std::int64_t ubatch) {
-  const std::int64_t base = llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad);
+                              std::int64_t n_seq, std::int64_t ubatch, bool flash_attn) {
+  const std::int64_t pad = LlamaCppProfile::kv_pad(flash_attn);
+  const std::int64_t base = llama_cpp_pad(n_ctx, pad);
   if (!iswa || !s.is_sliding_layer(layer)) return double(base);
-  return double(std::min(base, llama_cpp_pad(s.sliding_window * n_seq + ubatch, LlamaCppProfile::kv_pad)));
+  return double(std::min(base, llama_cpp_pad(s.sliding_window * n_seq + ubatch, pad)));
 }
 
 // The compute buffer of a device (f32 graph of one ubatch); `output`: it holds the output layer.

@@ -529,8 +529,11 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   }
   (output_on_gpu ? gpu_w : host_w) += wb.output.in(unit::bytes);
   const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(w.flash_attn)));
-  // The GPU reserves its layers' attention phase, and the logits when it holds the output layer.
-  const double compute = llama_cpp_compute_bytes(s, cells, w.ubatch, w.flash_attn, output_on_gpu);
+  // The GPU reserves its layers' attention phase and the logits (with a copy of the output matrix when it stays on
+  // the host; a tied head is the token embedding, typed by the output rules).
+  const double head_bits = bits_per_weight(est.weights, TensorRole::output, 0, gguf_traits(s), s.hidden, w.group_size, true);
+  const double host_output = output_on_gpu ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
+  const double compute = llama_cpp_compute_bytes(s, cells, w.ubatch, w.flash_attn, host_output, first_gpu < L);
   MemoryComponents m;
   m.weights = Bytes(gpu_w / double(w.tp));
   m.kv_cache = Bytes(gpu_kv);

@@ -5,7 +5,8 @@
 //   KV buffer     n_ctx padded to 256 cells (32 without flash attention) × every layer's K and V rows in type_k / type_v; interleaved
 //                 sliding-window layers (Gemma 2/3, gpt-oss) get their own cache of n_swa·n_seq + n_ubatch cells
 //   compute       ggml's graph allocator reserves the worst ubatch: the f32 attention scores without flash
-//                 attention, or the f32 logits of n_ubatch outputs, whichever is larger
+//                 attention, or the f32 logits of n_ubatch outputs, whichever is larger; with the output layer
+//                 left in host memory, also a copy of its weights (the GPU still runs that matmul)
 // Ollama (OllamaProfile) is the same engine with its own context, batch and flash-attention defaults.
 // Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl (scored) and tests/unit/llama_cpp_test.cpp.
 #pragma once
@@ -27,9 +28,15 @@ struct LlamaCppProfile {
   // ~300–400 MB with lazy loading); llama.cpp loads far fewer kernels than PyTorch.
   static constexpr Bytes cuda_context{350e6};
   // Beside the largest intermediate, the graph keeps f32 rows of the hidden size per ubatch token: in the attention
-  // phase the residual, the normed input, Q and the K and V rows being written to the cache (5); at the output the
-  // final norm and its input (2). Read off the logged compute buffers of Phi-3, Mistral 7B, Llama 3.1 405B, Qwen3.
-  static constexpr double attention_hidden_rows = 5, output_hidden_rows = 2;
+  // phase the residual, the normed input, Q and the K and V rows being written to the cache (5, read off the logged
+  // buffers of Phi-3, Mistral 7B, Llama 3.1 405B); at the output the normed input of the output matmul (1: the
+  // logged GPU buffers of Pythia 2.8B with flash attention on CUDA, 103.25 MiB, and Pythia 1.4B on Metal, 102.25
+  // and 25.56 MiB, are the logits plus one row; the CPU backend keeps one more, Qwen3-0.6B 300.75 MiB).
+  static constexpr double attention_hidden_rows = 5, output_hidden_rows = 1;
+  // ggml's CUDA backend runs an operation whose weights sit in host memory on the GPU when the batch has at least
+  // this many tokens (ggml_backend_cuda_device_offload_op, min_batch_size), copying the weights into the compute
+  // buffer.
+  static constexpr std::int64_t op_offload_min_batch = 32;
 };
 
 // Ollama runs llama.cpp with its own defaults (Ollama 0.21: docs/context-length.mdx at 948f693; llm/server.go
@@ -66,15 +73,22 @@ inline double llama_cpp_cells(const ModelSpec& s, bool iswa, std::int64_t layer,
   return double(std::min(base, llama_cpp_pad(s.sliding_window * n_seq + ubatch, pad)));
 }
 
-// The compute buffer of a device (f32 graph of one ubatch); `output`: it holds the output layer.
+// The compute buffer of the GPU (f32 graph of one ubatch). `host_output_bytes`: the output layer's weights when they
+// stay in host memory (0 when the GPU holds them): for ubatches of op_offload_min_batch tokens or more the GPU still
+// runs the output matmul, on a copy of those weights (Pythia 2.8B Q4_0 at -ngl 10: 100.74 MiB of Q6_K output, the
+// 98.25 MiB of logits and a 5 MiB row = the logged 203.99 MiB, with or without flash attention).
+// `layers_here`: the GPU holds repeating layers (with -ngl 0 it only runs offloaded matmuls).
 inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int64_t ubatch, bool flash_attn,
-                                      bool output_here) {
+                                      double host_output_bytes, bool layers_here = true) {
   const double ub = double(ubatch), h = double(s.hidden);
   const double scores = flash_attn ? 0.0 : double(s.heads) * cells * ub * 4.0;
   const double mask = cells * ub * 2.0;  // f16 KQ mask
-  const double attention = scores + mask + LlamaCppProfile::attention_hidden_rows * h * ub * 4.0;
+  const double attention =
+      layers_here ? scores + mask + LlamaCppProfile::attention_hidden_rows * h * ub * 4.0 : 0.0;
   const double logits = double(s.vocab) * ub * 4.0 + LlamaCppProfile::output_hidden_rows * h * ub * 4.0;
-  return output_here ? std::max(attention, logits) : attention;
+  if (host_output_bytes <= 0) return std::max(attention, logits);
+  if (ubatch < LlamaCppProfile::op_offload_min_batch) return attention;
+  return std::max(attention, host_output_bytes + logits);
 }
 
 }  // namespace gpuplan

@@ -11,8 +11,8 @@ settings (engine flags under their engine names) and every logged number it mode
          kv_cache_gib ("Available KV cache memory"), kv_tokens ("GPU KV cache size"), max_concurrency
   sglang kv_tokens ("KV Cache is allocated. #tokens"), k_size_gib ("K size")
   llama_cpp  model_buffer_mib ("CUDA0 model buffer size"), host_model_buffer_mib ("CPU_Mapped model buffer size"),
-         kv_buffer_mib ("CUDA0 KV buffer size"), compute_buffer_mib ("CUDA0 compute buffer size"); on Metal
-         mapped_model_buffer_mib ("Metal_Mapped model buffer size": the whole file) and the Metal KV/compute buffers
+         kv_buffer_mib ("CUDA0 KV buffer size"), compute_buffer_mib ("CUDA0 compute buffer size"); on Metal the
+         KV and compute buffers (its Metal_Mapped model buffer is a span of the file, kept unscored)
   ollama the same buffers, printed by the llama.cpp runner Ollama starts (num_ctx and OLLAMA_NUM_PARALLEL given)
 
 Error = predicted / logged − 1. Limits (issue #14): weights median ≤ 2 %; KV tokens and concurrency median ≤ 5 %,
@@ -109,9 +109,7 @@ def llama_cpp_predicted(r):
     # Host memory: the CPU-mapped tensors (token embeddings) and the KV of layers left on the host (none in these
     # fully offloaded runs), so it compares with the logged CPU_Mapped model buffer.
     comp, sv = r["memory"]["components"], r["serving"]
-    # On Apple's unified memory llama.cpp maps the whole file into one Metal buffer: every tensor's bytes.
     return {"model_buffer_mib": comp["weights"] / MIB,
-            "mapped_model_buffer_mib": (comp["weights"] + sv["host_memory_bytes"]) / MIB,
             "host_model_buffer_mib": sv["host_memory_bytes"] / MIB,
             "kv_buffer_mib": comp["kv_cache"] / MIB,
             "compute_buffer_mib": comp["activations"] / MIB}
@@ -121,8 +119,7 @@ ENGINES = {"vllm": (vllm_command, vllm_predicted), "sglang": (sglang_command, sg
            "llama_cpp": (llama_cpp_command, llama_cpp_predicted), "ollama": (ollama_command, llama_cpp_predicted)}
 GROUP = {"weights_gib": "weights", "kv_tokens": "kv capacity", "max_concurrency": "kv capacity", "k_size_gib": "kv pool",
          "kv_cache_gib": "kv pool", "activation_gib": "activation", "non_torch_gib": "non-torch",
-         "model_buffer_mib": "llama.cpp buffers", "mapped_model_buffer_mib": "llama.cpp buffers",
-         "host_model_buffer_mib": "llama.cpp buffers",
+         "model_buffer_mib": "llama.cpp buffers", "host_model_buffer_mib": "llama.cpp buffers",
          "kv_buffer_mib": "llama.cpp buffers", "compute_buffer_mib": "llama.cpp buffers"}
 
 
@@ -189,8 +186,9 @@ def markdown(rows, summ):
               "without flash attention, or the f32 logits). The scored logs so far are llama.cpp's own CI (ggml-org/ci,",
               "build 4343, Pythia 2.8B on a V100 in all eleven file types its CI makes: F16, Q8_0, Q6_K, Q5_K_M, Q5_1,",
               "Q5_0, Q4_K_M, Q4_1, Q4_0, Q3_K_M, Q2_K), partly offloaded (-ngl 10) and with flash attention, and",
-              "Pythia 1.4B on its Apple M4 runner (b4822, Metal: the",
-              "whole file is one mapped buffer; n_ctx 2048 and 128, cells padded to 32 without flash attention).",
+              "Pythia 1.4B on its Apple M4 runner (b4822, Metal: host, KV and compute buffers; the mapped model",
+              "buffer is a span of the file and not scored; n_ctx 2048 and 128, cells padded to 32 without flash",
+              "attention).",
               "GGUF files keep norms and biases in f32, also in F16 files.",
               "More logged numbers (gpt-oss iSWA KV, Phi-3, Qwen3, Mistral compute buffers) are unit-tested in",
               "`tests/unit/llama_cpp_test.cpp`.", "",

@@ -25,6 +25,21 @@ TEST_CASE("DeepSpeed estimators: the table estimate_zero3_model_states_mem_needs
   }
 }
 
+TEST_CASE("DeepSpeed estimators: a user's 7B table (deepspeedai/DeepSpeed #4527)", "[deepspeed]") {
+  // "Model with 6805M total params, 131M largest layer params", 1 node × 4 GPUs, as the issue pasted it:
+  //   171.13GB | 0.49GB (both offloaded, zero_init 1 and 0), 152.11GB | 3.66GB (optimizer offloaded, both),
+  //   2.93GB | 29.01GB (no offload, zero_init=1), 152.11GB | 29.01GB (no offload, zero_init=0).
+  // DeepSpeed prints the counts rounded to millions; 6805.4M (within that rounding) and the 32000×4096 embedding
+  // reproduce every figure.
+  const auto rows = deepspeed_zero3_table(6805.4e6, 32000.0 * 4096, 4, 1);
+  REQUIRE(rows.size() == 6);
+  const double cpu[] = {171.13, 171.13, 152.11, 152.11, 2.93, 152.11}, gpu[] = {0.49, 0.49, 3.66, 3.66, 29.01, 29.01};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    CHECK(printed(rows[i].cpu) == Approx(cpu[i]));
+    CHECK(printed(rows[i].gpu) == Approx(gpu[i]));
+  }
+}
+
 TEST_CASE("DeepSpeed estimators: ZeRO-2 by hand from stage_1_and_2.py", "[deepspeed]") {
   // 2851M parameters on 1 node × 8 GPUs. Offloaded: 2 B/param on the GPU, max(4·8, 16)·1.5 B/param on the CPU;
   // not offloaded: 4 B/param + 16 B/param / 8 on the GPU, 4·8·1.5 B/param on the CPU.

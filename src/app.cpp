@@ -137,19 +137,19 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   SchemaOptions schema;
   PlanOptions plan;
   SweepOptions sweep;
-  // The heavy subcommands get their options only when they are the one being run (or for `generate`, which prints
-  // them all): CLI11 checks every new option against the earlier ones, and setting up all of them was 70 % of a
-  // `--version` (4.8 of 6.9 M instructions, callgrind, 2026-11-23). The global options are flags, so the first
-  // word without a dash is the subcommand.
+  // Subcommands get their options only when they are the one being run (or for `generate`, which prints them all):
+  // CLI11 checks every new option against the earlier ones, and setting up all of them was 70 % of a `--version`
+  // (4.8 of 6.9 M instructions, callgrind, 2026-11-23). The global options are flags, so the first word without a
+  // dash is the subcommand. (`models`, `check`, `schema` have two options or fewer.)
   const auto named = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
   const std::string chosen = named == args.end() ? "" : *named;
   const auto full = [&](const char* name) { return chosen == name || chosen == "generate"; };
   setup_train(app, train, full("train"));
   setup_infer(app, infer, full("infer"));
   setup_models(app, models);
-  setup_hardware(app, hardware);
-  setup_prices(app, prices);
-  setup_scale(app, scale);
+  setup_hardware(app, hardware, full("hardware"));
+  setup_prices(app, prices, full("prices"));
+  setup_scale(app, scale, full("scale"));
   setup_plan(app, plan, full("plan"));
   setup_sweep(app, sweep, full("sweep"));
   setup_check(app, check);

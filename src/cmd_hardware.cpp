@@ -15,8 +15,9 @@ std::string tflops(const std::optional<double>& v) { return v ? fmt::format("{:.
 
 }  // namespace
 
-void setup_hardware(CLI::App& app, HardwareOptions& o) {
+void setup_hardware(CLI::App& app, HardwareOptions& o, bool with_options) {
   auto* hw = app.add_subcommand("hardware", "The accelerator catalog (dense peak FLOPS, memory, bandwidth, sources)");
+  if (!with_options) return;
   hw->require_subcommand(1);
   auto* list = hw->add_subcommand("list", "List accelerators");
   list->footer("Examples:\n  gpuplan hardware list --vendor nvidia --min-memory 80GB\n  gpuplan hardware list --format json");
@@ -33,8 +34,9 @@ void setup_hardware(CLI::App& app, HardwareOptions& o) {
   o.show_cmd = show;
 }
 
-void setup_prices(CLI::App& app, PricesOptions& o) {
+void setup_prices(CLI::App& app, PricesOptions& o, bool with_options) {
   auto* cmd = app.add_subcommand("prices", "Cloud offerings: on-demand and published spot prices, with dates and sources");
+  if (!with_options) return;
   cmd->footer("Examples:\n  gpuplan prices --gpu h100\n  gpuplan prices --provider aws --format json");
   cmd->add_option("--gpu", o.gpu, "Only offerings of this accelerator");
   cmd->add_option("--provider", o.provider, "Only this provider (aws, gcp, azure, lambda, coreweave, runpod, vast.ai)");

@@ -41,27 +41,34 @@ bool matches(const ModelPreset& p, const std::string& search) {
 
 ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
   const Format format = parse_format(o.format);
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& p : builtin_presets()) {
-    if (!matches(p, o.search)) continue;
-    const ParamCounts c = count_params(p.spec);
-    list.push_back({{"id", p.id},
-                    {"aliases", p.aliases},
-                    {"name", p.name},
-                    {"model_type", p.spec.model_type},
-                    {"params", c.total.in(unit::params)},
-                    {"active_params", c.active.in(unit::params)},
-                    {"source", p.source}});
-  }
+  // The listing as plain rows: only --format json builds a JSON document (building one for the table was half of a
+  // `models` run).
+  struct Row {
+    const ModelPreset* preset;
+    ParamCounts counts;
+  };
+  std::vector<Row> list;
+  for (const auto& p : builtin_presets())
+    if (o.search.empty() || matches(p, o.search)) list.push_back({&p, count_params(p.spec)});
+  const auto params = [](Params p) { return static_cast<std::int64_t>(p.in(unit::params)); };
   if (format == Format::json) {
-    render_json({{"schema", schema_id}, {"command", "models"}, {"models", list}}, out);
+    nlohmann::json models = nlohmann::json::array();
+    for (const auto& [p, c] : list)
+      models.push_back({{"id", p->id},
+                        {"aliases", p->aliases},
+                        {"name", p->name},
+                        {"model_type", p->spec.model_type},
+                        {"params", c.total.in(unit::params)},
+                        {"active_params", c.active.in(unit::params)},
+                        {"source", p->source}});
+    render_json({{"schema", schema_id}, {"command", "models"}, {"models", models}}, out);
     return ExitCode::ok;
   }
   if (format == Format::csv || format == Format::md) {
     std::vector<std::vector<std::string>> rows;
-    for (const auto& m : list)
-      rows.push_back({m["id"].get<std::string>(), m["model_type"].get<std::string>(), std::to_string(m["params"].get<std::int64_t>()),
-                      std::to_string(m["active_params"].get<std::int64_t>()), m["name"].get<std::string>(), m["source"].get<std::string>()});
+    for (const auto& [p, c] : list)
+      rows.push_back({p->id, p->spec.model_type, std::to_string(params(c.total)), std::to_string(params(c.active)),
+                      p->name, p->source});
     render_rows({"id", "model_type", "params", "active_params", "name", "source"}, rows, format == Format::md, out);
     return ExitCode::ok;
   }
@@ -70,18 +77,19 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
     return ExitCode::ok;
   }
   std::size_t id_w = 2, type_w = 10;
-  for (const auto& m : list) {
-    id_w = std::max(id_w, m["id"].get<std::string>().size());
-    type_w = std::max(type_w, m["model_type"].get<std::string>().size());
+  for (const auto& r : list) {
+    id_w = std::max(id_w, r.preset->id.size());
+    type_w = std::max(type_w, r.preset->spec.model_type.size());
   }
+  std::string text;  // one write
   const auto row = [&](const std::string& id, const std::string& type, const std::string& n, const std::string& a,
                        const std::string& name) {
-    fmt::print(out, "{:<{}}  {:<{}}  {:>18}  {:>18}  {}\n", id, id_w, type, type_w, n, a, name);
+    fmt::format_to(std::back_inserter(text), "{:<{}}  {:<{}}  {:>18}  {:>18}  {}\n", id, id_w, type, type_w, n, a, name);
   };
   row("id", "model_type", "params", "active params", "name");
-  for (const auto& m : list)
-    row(m["id"].get<std::string>(), m["model_type"].get<std::string>(), grouped(m["params"].get<std::int64_t>()),
-        grouped(m["active_params"].get<std::int64_t>()), m["name"].get<std::string>());
+  for (const auto& [p, c] : list)
+    row(p->id, p->spec.model_type, grouped(params(c.total)), grouped(params(c.active)), p->name);
+  out << text;
   return ExitCode::ok;
 }
 

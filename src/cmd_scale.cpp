@@ -10,8 +10,9 @@
 
 namespace gpuplan::cli {
 
-void setup_scale(CLI::App& app, ScaleOptions& o) {
+void setup_scale(CLI::App& app, ScaleOptions& o, bool with_options) {
   auto* cmd = app.add_subcommand("scale", "Compute-optimal parameters and tokens for a budget (Chinchilla), with predicted loss");
+  if (!with_options) return;
   cmd->footer(
       "Examples:\n"
       "  gpuplan scale --compute 5.76e23\n"

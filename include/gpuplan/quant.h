@@ -45,6 +45,8 @@ inline constexpr double q4_1 = 20.0 * 8 / 32;    // 5.0 bpw
 inline constexpr double q4_0 = 18.0 * 8 / 32;    // 4.5 bpw
 inline constexpr double iq4_nl = 18.0 * 8 / 32;  // 4.5 bpw
 inline constexpr double mxfp4 = 17.0 * 8 / 32;   // E8M0 scale + 32 E2M1: 4.25 bpw
+inline constexpr std::int64_t qk_k = 256;         // weights per k-quant super-block (QK_K)
+inline constexpr std::int64_t qk = 32;            // weights per legacy block (QK4_0 … QK8_0)
 
 inline double bits(GgmlType t) {
   switch (t) {
@@ -134,8 +136,8 @@ inline GgmlType gguf_tensor_type(WeightFormat f, TensorRole role, std::int64_t l
   };
   const T t = pick();
   const bool k_quant = t == T::q6_k || t == T::q5_k || t == T::q4_k || t == T::q3_k || t == T::q2_k;
-  if (!k_quant || in_features % 256 == 0) return t;
-  if (in_features % 32 != 0) return T::f16;
+  if (!k_quant || in_features % gguf::qk_k == 0) return t;
+  if (in_features % gguf::qk != 0) return T::f16;
   switch (t) {
     case T::q6_k: return T::q8_0;
     case T::q5_k: return T::q5_1;

@@ -43,31 +43,27 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
   const Format format = parse_format(o.format);
   // The listing as plain rows: only --format json builds a JSON document (building one for the table was half of a
   // `models` run).
-  struct Row {
-    const ModelPreset* preset;
-    ParamCounts counts;
-  };
-  std::vector<Row> list;
+  std::vector<const ModelPreset*> list;
   for (const auto& p : builtin_presets())
-    if (o.search.empty() || matches(p, o.search)) list.push_back({&p, count_params(p.spec)});
+    if (o.search.empty() || matches(p, o.search)) list.push_back(&p);
   const auto params = [](Params p) { return static_cast<std::int64_t>(p.in(unit::params)); };
   if (format == Format::json) {
     nlohmann::json models = nlohmann::json::array();
-    for (const auto& [p, c] : list)
+    for (const ModelPreset* p : list)
       models.push_back({{"id", p->id},
                         {"aliases", p->aliases},
                         {"name", p->name},
                         {"model_type", p->spec.model_type},
-                        {"params", c.total.in(unit::params)},
-                        {"active_params", c.active.in(unit::params)},
+                        {"params", p->params.in(unit::params)},
+                        {"active_params", p->active_params.in(unit::params)},
                         {"source", p->source}});
     render_json({{"schema", schema_id}, {"command", "models"}, {"models", models}}, out);
     return ExitCode::ok;
   }
   if (format == Format::csv || format == Format::md) {
     std::vector<std::vector<std::string>> rows;
-    for (const auto& [p, c] : list)
-      rows.push_back({p->id, p->spec.model_type, std::to_string(params(c.total)), std::to_string(params(c.active)),
+    for (const ModelPreset* p : list)
+      rows.push_back({p->id, p->spec.model_type, std::to_string(params(p->params)), std::to_string(params(p->active_params)),
                       p->name, p->source});
     render_rows({"id", "model_type", "params", "active_params", "name", "source"}, rows, format == Format::md, out);
     return ExitCode::ok;
@@ -77,9 +73,9 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
     return ExitCode::ok;
   }
   std::size_t id_w = 2, type_w = 10;
-  for (const auto& r : list) {
-    id_w = std::max(id_w, r.preset->id.size());
-    type_w = std::max(type_w, r.preset->spec.model_type.size());
+  for (const ModelPreset* p : list) {
+    id_w = std::max(id_w, p->id.size());
+    type_w = std::max(type_w, p->spec.model_type.size());
   }
   std::string text;  // one write
   const auto row = [&](const std::string& id, const std::string& type, const std::string& n, const std::string& a,
@@ -87,8 +83,8 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
     fmt::format_to(std::back_inserter(text), "{:<{}}  {:<{}}  {:>18}  {:>18}  {}\n", id, id_w, type, type_w, n, a, name);
   };
   row("id", "model_type", "params", "active params", "name");
-  for (const auto& [p, c] : list)
-    row(p->id, p->spec.model_type, grouped(params(c.total)), grouped(params(c.active)), p->name);
+  for (const ModelPreset* p : list)
+    row(p->id, p->spec.model_type, grouped(params(p->params)), grouped(params(p->active_params)), p->name);
   out << text;
   return ExitCode::ok;
 }

@@ -20,6 +20,9 @@ struct ModelPreset {
   std::string name;
   std::string source;
   ModelSpec spec;
+  // count_params(spec), counted when the preset is parsed: for the built-in presets at build time, so listing them
+  // counts nothing (it was a quarter of a `models` run).
+  Params params{0}, active_params{0};
   bool operator==(const ModelPreset&) const = default;
 };
 
@@ -48,6 +51,9 @@ inline void parse_preset_file(const EmbeddedFile& f, std::vector<ModelPreset>& o
       for (const auto& a : m["aliases"]) p.aliases.push_back(a.get<std::string>());
     p.spec = model_from_hf_config(m["config"], ptr + "/config");
     p.spec.name = p.id;
+    const ParamCounts counts = count_params(p.spec);
+    p.params = counts.total;
+    p.active_params = counts.active;
     out.push_back(std::move(p));
   }
 }

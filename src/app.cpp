@@ -106,23 +106,33 @@ void add_fit_options(CLI::App& cmd, FitOptions& o) {
 
 ModelSpec resolve_model(const ModelOptions& o) { return resolve_model_source(o).spec; }
 
+namespace {
+// The version, the calibration it rests on and the catalogs' dates, so a report can be tied to the prices it used
+// (read at build time: no catalog is parsed to answer --version).
+std::string version_text() {
+  std::string dates;
+  for (std::string_view rest = detail::builtin_catalog_dates; !rest.empty();) {
+    const auto eol = rest.find('\n');
+    dates += "\n  " + std::string(rest.substr(0, eol));
+    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
+  }
+  return std::string("gpuplan 0.1.0\ncalibration: PyTorch 2.11 + transformers 5.17 on NVIDIA H200\ncatalogs:") + dates;
+}
+}  // namespace
+
 ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // A bare --version needs no parser: CLI11 answers it by throwing, and the first exception's unwinding (its
+  // tables paged in) and the parser's set-up were most of a --version process.
+  if (args.size() == 1 && args[0] == "--version") {
+    out << version_text() << "\n";
+    return ExitCode::ok;
+  }
   CLI::App app{"gpuplan: GPU memory, time and cost of training and serving LLMs, before you rent the hardware."};
   app.footer(exit_status_help);
   // One line per error, like every other error gpuplan prints.
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string("gpuplan: ") + e.what() + "\n"; });
   app.require_subcommand(1);
-  app.set_version_flag("--version", [] {
-    // The catalogs' dates, so a report can be tied to the prices it used (read at build time: no catalog is
-    // parsed to answer --version).
-    std::string dates;
-    for (std::string_view rest = detail::builtin_catalog_dates; !rest.empty();) {
-      const auto eol = rest.find('\n');
-      dates += "\n  " + std::string(rest.substr(0, eol));
-      rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
-    }
-    return std::string("gpuplan 0.1.0\ncalibration: PyTorch 2.11 + transformers 5.17 on NVIDIA H200\ncatalogs:") + dates;
-  });
+  app.set_version_flag("--version", version_text);
   bool quiet = false;
   app.add_flag("--quiet,-q", quiet, "Print nothing on stdout: the exit status (and stderr) only, for CI");
   app.fallthrough();

@@ -535,3 +535,16 @@ TEST_CASE("cli: SGLang answers in its terms", "[cli][inference][sglang]") {
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--mem-fraction-static", "1.2"}).code ==
         ExitCode::usage);
 }
+
+TEST_CASE("cli: --version names the calibration and every catalog's date, alone or beside other flags", "[cli]") {
+  const auto r = run_cli({"--version"});  // answered before the argument parser is built
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(r.out.rfind("gpuplan 0.1.0\ncalibration: PyTorch 2.11 + transformers 5.17", 0) == 0);
+  CHECK(r.out.find("\n  data/hardware/nvidia.json 20") != std::string::npos);
+  CHECK(r.out.find("\n  data/pricing/aws.json 20") != std::string::npos);
+  CHECK(r.out.back() == '\n');
+  // Through the parser (CLI11's version flag), the same text.
+  const auto parsed = run_cli({"--quiet", "--version"});
+  CHECK(parsed.code == ExitCode::ok);
+  CHECK(parsed.out == r.out);
+}

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Whole-process time of gpuplan commands against an empty C++ process, interleaved.
 
-usage: process_bench.py GPUPLAN_BINARY [--rounds N]
+usage: process_bench.py GPUPLAN_BINARY [--rounds N] [--only WORD]
 
 Builds an empty C++ program (g++ -O2) as the baseline, then runs every command and the baseline in turn, N rounds
 (default 40), and prints each command's median wall time and its ratio to the baseline's median. Interleaving
-keeps the machine's drift out of the ratios. A benchmark, not a test: nothing here is asserted.
+keeps the machine's drift out of the ratios. --only keeps the commands with WORD among their words (repeatable),
+for more rounds of a few. A benchmark, not a test: nothing here is asserted.
 """
 import os, statistics, subprocess, sys, tempfile, time
 
@@ -46,16 +47,18 @@ def main(argv):
         return 2
     binary = os.path.abspath(argv[1])
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 40
+    only = [argv[i + 1] for i, a in enumerate(argv) if a == "--only" and i + 1 < len(argv)]
+    commands = [c for c in COMMANDS if not only or any(w in c for w in only)]
     base = empty_program()
-    times = {i: [] for i in range(len(COMMANDS))}
+    times = {i: [] for i in range(len(commands))}
     empty = []
     for _ in range(rounds):
-        for i, c in enumerate(COMMANDS):
+        for i, c in enumerate(commands):
             empty.append(once([base]))
             times[i].append(once([binary] + c))
     e = statistics.median(empty)
     print(f"empty C++ process: {e * 1000:.2f} ms (median of {len(empty)})")
-    for i, c in enumerate(COMMANDS):
+    for i, c in enumerate(commands):
         m = statistics.median(times[i])
         print(f"{m * 1000:8.2f} ms  {m / e:5.1f}x  gpuplan {' '.join(c)}")
     return 0

@@ -3,6 +3,7 @@
 #include "render.h"
 
 #include <algorithm>
+#include <array>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -153,18 +154,24 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   // dash is the subcommand. (`models`, `check`, `schema` have two options or fewer.)
   const auto named = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
   const std::string chosen = named == args.end() ? "" : *named;
+  // The other subcommands are not even named when the chosen one is a known one (other than `generate`): a help
+  // or error listing them is only printed without one, or for an unknown word, where all are set up.
+  static constexpr std::array<std::string_view, 11> names{"train", "infer", "models", "hardware", "prices", "scale",
+                                                          "plan", "sweep", "check", "schema", "generate"};
+  const bool one = chosen != "generate" && std::find(names.begin(), names.end(), chosen) != names.end();
+  const auto wanted = [&](const char* name) { return !one || chosen == name; };
   const auto full = [&](const char* name) { return chosen == name || chosen == "generate"; };
-  setup_train(app, train, full("train"));
-  setup_infer(app, infer, full("infer"));
-  setup_models(app, models);
-  setup_hardware(app, hardware, full("hardware"));
-  setup_prices(app, prices, full("prices"));
-  setup_scale(app, scale, full("scale"));
-  setup_plan(app, plan, full("plan"));
-  setup_sweep(app, sweep, full("sweep"));
-  setup_check(app, check);
-  setup_schema(app, schema);
-  setup_generate(app, generate);
+  if (wanted("train")) setup_train(app, train, full("train"));
+  if (wanted("infer")) setup_infer(app, infer, full("infer"));
+  if (wanted("models")) setup_models(app, models);
+  if (wanted("hardware")) setup_hardware(app, hardware, full("hardware"));
+  if (wanted("prices")) setup_prices(app, prices, full("prices"));
+  if (wanted("scale")) setup_scale(app, scale, full("scale"));
+  if (wanted("plan")) setup_plan(app, plan, full("plan"));
+  if (wanted("sweep")) setup_sweep(app, sweep, full("sweep"));
+  if (wanted("check")) setup_check(app, check);
+  if (wanted("schema")) setup_schema(app, schema);
+  if (wanted("generate")) setup_generate(app, generate);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -178,18 +185,19 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   std::ostringstream discard;
   std::ostream& sink = quiet ? static_cast<std::ostream&>(discard) : out;
   try {
-    if (app.got_subcommand("train")) return run_train(train, sink, err);
-    if (app.got_subcommand("infer")) return run_infer(infer, sink, err);
-    if (app.got_subcommand("check")) return run_check(check, sink, err);
-    if (app.got_subcommand("models")) return run_models(models, sink);
-    if (app.got_subcommand("hardware")) return run_hardware(hardware, sink);
-    if (app.got_subcommand("prices")) return run_prices(prices, sink);
-    if (app.got_subcommand("scale")) return run_scale(scale, sink);
-    if (plan.train_cmd->parsed()) return run_plan_train(plan, sink, err);
-    if (plan.infer_cmd->parsed()) return run_plan_infer(plan, sink, err);
-    if (app.got_subcommand("sweep")) return run_sweep(sweep, sink, err);
-    if (app.got_subcommand("schema")) return run_schema(schema, sink);
-    if (app.got_subcommand("generate")) return run_generate(app, generate, out);
+    const auto ran = [&](const char* name) { return wanted(name) && app.got_subcommand(name); };
+    if (ran("train")) return run_train(train, sink, err);
+    if (ran("infer")) return run_infer(infer, sink, err);
+    if (ran("check")) return run_check(check, sink, err);
+    if (ran("models")) return run_models(models, sink);
+    if (ran("hardware")) return run_hardware(hardware, sink);
+    if (ran("prices")) return run_prices(prices, sink);
+    if (ran("scale")) return run_scale(scale, sink);
+    if (wanted("plan") && plan.train_cmd->parsed()) return run_plan_train(plan, sink, err);
+    if (wanted("plan") && plan.infer_cmd->parsed()) return run_plan_infer(plan, sink, err);
+    if (ran("sweep")) return run_sweep(sweep, sink, err);
+    if (ran("schema")) return run_schema(schema, sink);
+    if (ran("generate")) return run_generate(app, generate, out);
   } catch (const InputError& e) {
     err << "gpuplan: " << e.what() << "\n";
     return ExitCode::usage;

@@ -69,18 +69,19 @@ inline double bits(GgmlType t) {
 }  // namespace gguf
 
 // Where a tensor sits, for the formats whose choice depends on it.
-enum class TensorRole { embedding, output, attn_qkv, attn_v, attn_output, ffn_down, other_linear, norm_or_bias };
+enum class TensorRole { embedding, output, attn_qkv, attn_k, attn_v, attn_output, ffn_down, other_linear, norm_or_bias };
 
 // What llama.cpp's llama_tensor_get_type reads besides a tensor's role and layer.
 struct GgufTraits {
   std::int64_t layers = 1;
   std::int64_t gqa = 1;   // query heads per KV head (n_gqa)
   bool type_70b = false;  // llama.cpp calls the model LLM_TYPE_70B (80 layers with grouped KV heads)
+  std::int64_t experts = 0;  // routed experts per MoE layer (n_expert; 0 when dense)
 };
 
 inline GgufTraits gguf_traits(const ModelSpec& s) {
   const std::int64_t gqa = s.kv_heads > 0 ? std::max<std::int64_t>(1, s.heads / s.kv_heads) : 1;
-  return {s.layers, gqa, s.layers == 80 && gqa > 1};
+  return {s.layers, gqa, s.layers == 80 && gqa > 1, s.moe.experts};
 }
 
 namespace detail {
@@ -90,8 +91,8 @@ inline bool use_more_bits(std::int64_t i, std::int64_t n) { return i < n / 8 || 
 }  // namespace detail
 
 // The type llama-quantize gives a weight matrix in a GGUF file type (src/llama-quant.cpp, llama_tensor_get_type;
-// rules unchanged from b4343, the build of the scored logs, to late-2025 builds). Not modelled: the 8-expert
-// (Mixtral) and Falcon special cases, imatrix-only choices. A row length a k-quant cannot hold (not a multiple of
+// rules unchanged from b4343, the build of the scored logs, to late-2025 builds). Not modelled: the Falcon special
+// cases, imatrix-only choices. A row length a k-quant cannot hold (not a multiple of
 // 256) takes the fallback type: Q2_K/Q3_K → IQ4_NL, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0 (F16 below 32).
 inline GgmlType gguf_tensor_type(WeightFormat f, TensorRole role, std::int64_t layer, const GgufTraits& m,
                                  std::int64_t in_features) {
@@ -134,7 +135,15 @@ inline GgmlType gguf_tensor_type(WeightFormat f, TensorRole role, std::int64_t l
       default: return T::f16;
     }
   };
-  const T t = pick();
+  // 8-expert models (Mixtral): attn_k and attn_v in Q8_0 in every file type ("bumping this to Q8_0 trades just
+  // ~128MB"), attn_output in Q5_K in the low-bit k-quant mixes.
+  T t = pick();
+  if (m.experts == 8 && t != T::f16) {
+    if (v || role == TensorRole::attn_k) t = T::q8_0;
+    else if (o && (f == WeightFormat::q2_k || f == WeightFormat::q3_k_m || f == WeightFormat::q4_k_s ||
+                   f == WeightFormat::q4_k_m))
+      t = T::q5_k;
+  }
   const bool k_quant = t == T::q6_k || t == T::q5_k || t == T::q4_k || t == T::q3_k || t == T::q2_k;
   if (!k_quant || in_features % gguf::qk_k == 0) return t;
   if (in_features % gguf::qk != 0) return T::f16;
@@ -192,6 +201,7 @@ inline TensorRole role_of(const ParamGroup& g) {
   if (m == "lm_head") return TensorRole::output;
   if (m == "query_key_value" || m == "qkv_proj" || m == "c_attn") return TensorRole::attn_qkv;
   if (ends("v_proj")) return TensorRole::attn_v;
+  if (ends("k_proj")) return TensorRole::attn_k;
   if (ends("o_proj") || m == "dense" || (m == "c_proj" && g.out == g.in)) return TensorRole::attn_output;
   if (ends("down_proj") || ends("dense_4h_to_h") || m == "c_proj") return TensorRole::ffn_down;
   return TensorRole::other_linear;

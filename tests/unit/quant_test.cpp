@@ -115,6 +115,21 @@ TEST_CASE("gguf_tensor_type: llama_tensor_get_type's choices", "[quant][llama.cp
   CHECK(gguf_traits(find_preset("llama-3.1-70b").spec).type_70b);
   CHECK_FALSE(gguf_traits(find_preset("llama-3.1-8b").spec).type_70b);
   CHECK(gguf_traits(find_preset("llama-3.1-8b").spec).gqa == 4);
+  // 8 experts (Mixtral): attn_k and attn_v in Q8_0 whatever the file type (llama.cpp #4495 lists Mixtral's
+  // "blk.31.attn_k.weight q8_0" and "attn_v.weight q8_0" beside q3_K/q4_K tensors), attn_output Q5_K in the low
+  // k-quant mixes; other roles as for a dense model. The role of a k_proj is attn_k.
+  const GgufTraits mixtral = gguf_traits(find_preset("mixtral-8x7b").spec);
+  CHECK(mixtral.experts == 8);
+  for (WeightFormat f : {WeightFormat::q4_0, WeightFormat::q4_k_m, WeightFormat::q6_k, WeightFormat::q2_k}) {
+    CHECK(gguf_tensor_type(f, R::attn_v, 9, mixtral, 4096) == T::q8_0);
+    CHECK(gguf_tensor_type(f, R::attn_k, 9, mixtral, 4096) == T::q8_0);
+    CHECK(gguf_tensor_type(f, R::attn_k, 9, gqa4, 4096) == gguf_tensor_type(f, R::other_linear, 9, gqa4, 4096));
+  }
+  CHECK(gguf_tensor_type(WeightFormat::q4_k_m, R::attn_output, 9, mixtral, 4096) == T::q5_k);
+  CHECK(gguf_tensor_type(WeightFormat::q5_k_m, R::attn_output, 9, mixtral, 4096) == T::q5_k);  // its own type
+  CHECK(gguf_tensor_type(WeightFormat::q4_0, R::attn_output, 9, mixtral, 4096) == T::q4_0);
+  CHECK(gguf_tensor_type(WeightFormat::q4_k_m, R::other_linear, 9, mixtral, 4096) == T::q4_k);
+  CHECK(role_of(ParamGroup{"k_proj", 1024, 4096, 1, true, false}) == R::attn_k);
   // Legacy types: the output in Q6_K, everything else in the file's type.
   CHECK(gguf_tensor_type(WeightFormat::q5_1, R::output, 0, l32, 4096) == T::q6_k);
   CHECK(gguf_tensor_type(WeightFormat::q5_1, R::ffn_down, 0, l32, 4096) == T::q5_1);

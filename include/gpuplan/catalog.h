@@ -2,7 +2,6 @@
 // built-in ones (data/hardware, data/pricing; parsed at build time, see builtin.h) and user files (--catalog FILE).
 #pragma once
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -23,16 +22,8 @@ struct Catalog {
 
   // By id or alias, ignoring case.
   const Device* find(const std::string& name) const {
-    auto same = [&](const std::string& x) {
-      return x.size() == name.size() && std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
-               return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-             });
-    };
-    for (const auto& d : devices) {
-      if (same(d.id)) return &d;
-      for (const auto& a : d.aliases)
-        if (same(a)) return &d;
-    }
+    for (const auto& d : devices)
+      if (d.named(name)) return &d;
     return nullptr;
   }
   const Device& get(const std::string& name) const {

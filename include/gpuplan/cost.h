@@ -23,7 +23,9 @@ inline std::vector<PricedOffering> price_run(const Catalog& cat, const Device& d
                                              const std::string& provider = "") {
   std::vector<PricedOffering> out;
   for (const auto& f : cat.offerings) {
-    if (cat.find(f.accelerator) != &device) continue;
+    // An offering this device is not named by is another device's; one it is named by is its own unless an
+    // earlier device answers to the same name (the catalog's first match wins).
+    if (!device.named(f.accelerator) || cat.find(f.accelerator) != &device) continue;
     if (!provider.empty() && f.provider != provider) continue;
     const auto& price = spot ? f.spot : f.on_demand;
     if (!price) continue;

@@ -1,5 +1,6 @@
 // Accelerators and cloud offerings as value types, and the fit of a per-GPU memory estimate on a device.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -52,6 +53,16 @@ struct Device {
   Bytes capacity() const { return usable_memory ? *usable_memory : memory; }
   // What cudaMemGetInfo calls the total: measured where known, else the driver's total.
   Bytes cuda_total() const { return cuda_total_memory ? *cuda_total_memory : capacity(); }
+  // Whether `name` is its id or one of its aliases, ignoring ASCII case.
+  bool named(const std::string& name) const {
+    auto same = [&](const std::string& x) {
+      return x.size() == name.size() && std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
+               auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+               return lower(a) == lower(b);
+             });
+    };
+    return same(id) || std::any_of(aliases.begin(), aliases.end(), same);
+  }
   bool operator==(const Device&) const = default;
 };
 

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <type_traits>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -93,12 +92,12 @@ class CachingAllocatorModel {
 
   // Free blocks by (pool, stream, size), each size with a min-heap of blocks: PyTorch's BlockComparator orders a
   // pool by (stream, size, address), and a request takes the first block at or above its size. A step has
-  // thousands of free blocks but at most a few hundred distinct sizes (Llama 3.1 405B: 2,589 and 24; Llama 2 7B
-  // under ZeRO-3: 204), so the search passes few sizes and a heap gives the lowest block of one (the lowest handle
-  // stands for the lowest address). Entries are removed lazily: one whose block is no longer listed at that size
-  // is skipped when it reaches the top, and a size whose heap runs empty is dropped, so each stale entry is passed
-  // once; the emptied heaps' storage is kept for the next new size. (A tree over sizes, not a sorted vector:
-  // extreme shapes reach tens of thousands of sizes.)
+  // thousands of free blocks but only a few hundred distinct sizes at a time (Llama 3.1 70B under ZeRO-3: at most
+  // 372), though splits keep making new ones (a third of the insertions): so the sizes in use sit in one sorted
+  // array, bisected and shifted in place (a few kB, no tree nodes to allocate and free), each naming its heap in a
+  // pool whose emptied heaps are reused. The lowest handle stands for the lowest address. Entries are removed
+  // lazily: one whose block is no longer listed at that size is skipped when it reaches the top, and a size whose
+  // heap runs empty is dropped, so each stale entry is passed once.
   using Heap = std::vector<Handle>;  // std::greater: the smallest handle on top
   // (small pool, stream, size) in one integer, ordered as the tuple: sizes stay below 2^60 (round_size), streams
   // below 8.
@@ -106,22 +105,29 @@ class CachingAllocatorModel {
     return std::uint64_t(small) << 63 | std::uint64_t(stream & 7) << 60 | size;
   }
   static constexpr std::uint64_t size_bits = (std::uint64_t(1) << 60) - 1;
+  struct Size {
+    std::uint64_t key;
+    std::uint32_t heap;  // index into heaps_
+    bool operator<(std::uint64_t k) const { return key < k; }
+  };
 
   Handle take_free(bool small, int stream, std::uint64_t size) {
     const std::uint64_t k = key(small, stream, size);
-    auto it = free_.lower_bound(k);
-    while (it != free_.end() && it->first >> 60 == k >> 60) {
-      Heap& h = it->second;
+    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), k);
+    while (it != sizes_.end() && it->key >> 60 == k >> 60) {
+      Heap& h = heaps_[it->heap];
       Handle found = none;
       while (!h.empty() && found == none) {
         const Handle b = h.front();
         std::pop_heap(h.begin(), h.end(), std::greater<>());
         h.pop_back();
-        if (blocks_[b].listed && blocks_[b].size == (it->first & size_bits)) found = b;
+        if (blocks_[b].listed && blocks_[b].size == (it->key & size_bits)) found = b;
       }
       if (h.empty()) {
-        spare_.push_back(std::move(h));
-        it = free_.erase(it);
+        idle_heaps_.push_back(it->heap);
+        it = sizes_.erase(it);
+      } else if (found == none) {
+        ++it;
       }
       if (found != none) {
         blocks_[found].listed = false;
@@ -133,12 +139,20 @@ class CachingAllocatorModel {
   void insert_free(Handle b) {
     Block& blk = blocks_[b];
     blk.listed = true;
-    const auto [it, added] = free_.try_emplace(key(blk.small, blk.stream, blk.size));
-    Heap& h = it->second;
-    if (added && !spare_.empty()) {
-      h = std::move(spare_.back());
-      spare_.pop_back();
+    const std::uint64_t k = key(blk.small, blk.stream, blk.size);
+    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), k);
+    if (it == sizes_.end() || it->key != k) {
+      std::uint32_t heap;
+      if (idle_heaps_.empty()) {
+        heap = std::uint32_t(heaps_.size());
+        heaps_.emplace_back();
+      } else {
+        heap = idle_heaps_.back();
+        idle_heaps_.pop_back();
+      }
+      it = sizes_.insert(it, Size{k, heap});
     }
+    Heap& h = heaps_[it->heap];
     h.push_back(b);
     std::push_heap(h.begin(), h.end(), std::greater<>());
   }
@@ -161,8 +175,9 @@ class CachingAllocatorModel {
   void erase_free(Handle b) { blocks_[b].listed = false; }
 
   std::vector<Block> blocks_;
-  std::map<std::uint64_t, Heap> free_;
-  std::vector<Heap> spare_;  // emptied heaps, their storage kept
+  std::vector<Size> sizes_;                // the (pool, stream, size) keys with free blocks, sorted
+  std::vector<Heap> heaps_;                // their heaps, by Size::heap
+  std::vector<std::uint32_t> idle_heaps_;  // heaps no key uses now, their storage kept
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
 

@@ -91,8 +91,10 @@ ExitCode run_models(const ModelsOptions& o, std::ostream& out) {
                        const std::string& name) {
     cell(id, id_w, false);
     cell(type, type_w, false);
-    cell(n, 18, true);
-    cell(a, 18, true);
+    // Counts up to 99 trillion with separators ("99,999,999,999,999", 18 characters) align; a larger one widens its row.
+    constexpr std::size_t count_w = 18;
+    cell(n, count_w, true);
+    cell(a, count_w, true);
     text += name;
     text += '\n';
   };

@@ -86,3 +86,30 @@ TEST_CASE("run_energy and price_run", "[cost]") {
   // Spot only where published: none for H100 at AWS in the catalog.
   CHECK(price_run(cat, cat.get("h100-sxm"), 100.0, true, "aws").empty());
 }
+
+TEST_CASE("price_run: an offering is a device's when the catalog's first match for its name is that device", "[cost]") {
+  Catalog c;
+  Device a, b;
+  a.id = "gpu-a";
+  a.aliases = {"shared"};
+  b.id = "gpu-b";
+  b.aliases = {"Shared", "bee"};
+  c.devices = {a, b};
+  auto offer = [](const char* accelerator, double usd) {
+    Offering o;
+    o.provider = "p";
+    o.accelerator = accelerator;
+    o.on_demand = UsdPerHour(usd);
+    return o;
+  };
+  c.offerings = {offer("GPU-A", 1), offer("SHARED", 2), offer("Bee", 3), offer("gpu-b", 4)};
+  const auto for_a = price_run(c, c.devices[0], 1.0, false);
+  const auto for_b = price_run(c, c.devices[1], 1.0, false);
+  // Names ignore case; "shared" answers to both devices, and the catalog's first match (gpu-a) takes it.
+  REQUIRE(for_a.size() == 2);
+  CHECK(for_a[0].per_gpu_hour.in(unit::usd_per_hour) == 1);
+  CHECK(for_a[1].per_gpu_hour.in(unit::usd_per_hour) == 2);
+  REQUIRE(for_b.size() == 2);
+  CHECK(for_b[0].per_gpu_hour.in(unit::usd_per_hour) == 3);
+  CHECK(for_b[1].per_gpu_hour.in(unit::usd_per_hour) == 4);
+}

@@ -99,6 +99,9 @@ TEST_CASE("presets: every count equals transformers' own", "[model]") {
     REQUIRE(j["presets"].contains(p.id));
     const auto buffers = p.spec.moe.router_bias ? p.spec.moe_layer_count() * p.spec.moe.experts : 0;
     CHECK(count_params(p.spec).total.in(unit::params) - buffers == j["presets"][p.id].get<std::int64_t>());
+    // The counts the built-in tables carry (counted at build time, listed by `models`) are today's count_params.
+    CHECK(p.params == count_params(p.spec).total);
+    CHECK(p.active_params == count_params(p.spec).active);
     ++checked;
   }
   CHECK(checked == j["presets"].size());

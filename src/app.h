@@ -8,6 +8,7 @@
 #include <gpuplan/gpuplan.h>
 
 #include "exit_code.h"
+#include "run.h"
 
 namespace gpuplan::cli {
 
@@ -244,8 +245,5 @@ void add_infer_options(CLI::App& cmd, InferOptions& o);
 nlohmann::json train_report(const TrainOptions& o);
 nlohmann::json infer_report(const InferOptions& o);
 ExitCode run_models(const ModelsOptions& o, std::ostream& out);
-
-// Parses args (without the program name) and runs the subcommand; never exits the process.
-ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace gpuplan::cli

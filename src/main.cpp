@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "app.h"
+#include "run.h"
 
 int main(int argc, char** argv) {
   using gpuplan::cli::ExitCode;

@@ -2,6 +2,11 @@
 #include <catch2/catch.hpp>
 #include <gpuplan/memory/allocator.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
 using gpuplan::CachingAllocatorModel;
 
 namespace {
@@ -66,4 +71,117 @@ TEST_CASE("CachingAllocatorModel: equal sizes go lowest block first; a merged bl
   CHECK(b.peak_reserved() == 30 * MiB);
   CHECK(b.malloc(10 * MiB) != s);  // the new 10 MiB remainder
   CHECK(b.peak_reserved() == 30 * MiB);
+}
+
+namespace {
+// CUDACachingAllocator's rules written the slow, obvious way: every free block scanned for the smallest (size,
+// address) that fits, segments as lists in address order. Handles are numbered as the model numbers them (a new
+// segment's block, then a split's remainder), and a merged block keeps the lower one's.
+class ReferenceAllocator {
+ public:
+  std::uint32_t malloc(double bytes, int stream) {
+    const std::uint64_t req = std::uint64_t(bytes);
+    const std::uint64_t size = req <= 512 ? 512 : (req + 511) / 512 * 512;
+    const bool small = size <= (1u << 20);
+    Block* best = nullptr;
+    std::size_t seg = 0;
+    for (std::size_t s = 0; s < segments_.size(); ++s)
+      for (auto& b : segments_[s])
+        if (b.free && b.small == small && b.stream == stream && b.size >= size &&
+            (!best || b.size < best->size || (b.size == best->size && b.handle < best->handle))) {
+          best = &b;
+          seg = s;
+        }
+    if (!best) {
+      const std::uint64_t mib = 1 << 20;
+      const std::uint64_t bytes_of_segment =
+          small ? 2 * mib : size < 10 * mib ? 20 * mib : (size + 2 * mib - 1) / (2 * mib) * (2 * mib);
+      reserved_ += bytes_of_segment;
+      segments_.push_back({Block{bytes_of_segment, next_++, stream, small, true}});
+      seg = segments_.size() - 1;
+      best = &segments_[seg].back();
+    }
+    const std::uint64_t rest = best->size - size;
+    const std::uint32_t handle = best->handle;
+    best->size = size;
+    best->free = false;
+    if ((small && rest >= 512) || (!small && rest > (1u << 20))) {
+      auto it = std::find_if(segments_[seg].begin(), segments_[seg].end(), [&](const Block& b) { return b.handle == handle; });
+      segments_[seg].insert(it + 1, Block{rest, next_++, stream, small, true});
+    } else {
+      find(handle)->size += rest;
+    }
+    allocated_ += find(handle)->size;
+    peak_reserved_ = std::max(peak_reserved_, reserved_);
+    peak_allocated_ = std::max(peak_allocated_, allocated_);
+    return handle;
+  }
+  void free(std::uint32_t handle) {
+    for (auto& seg : segments_)
+      for (std::size_t i = 0; i < seg.size(); ++i) {
+        if (seg[i].handle != handle) continue;
+        allocated_ -= seg[i].size;
+        seg[i].free = true;
+        if (i + 1 < seg.size() && seg[i + 1].free) {
+          seg[i].size += seg[i + 1].size;
+          seg.erase(seg.begin() + std::ptrdiff_t(i) + 1);
+        }
+        if (i > 0 && seg[i - 1].free) {
+          seg[i - 1].size += seg[i].size;
+          seg.erase(seg.begin() + std::ptrdiff_t(i));
+        }
+        return;
+      }
+  }
+  double peak_reserved() const { return double(peak_reserved_); }
+  double peak_allocated() const { return double(peak_allocated_); }
+
+ private:
+  struct Block {
+    std::uint64_t size;
+    std::uint32_t handle;
+    int stream;
+    bool small, free;
+  };
+  Block* find(std::uint32_t handle) {
+    for (auto& seg : segments_)
+      for (auto& b : seg)
+        if (b.handle == handle) return &b;
+    return nullptr;
+  }
+  std::vector<std::vector<Block>> segments_;
+  std::uint32_t next_ = 0;
+  std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
+};
+}  // namespace
+
+TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference over random steps", "[allocator]") {
+  // Sizes from 1 B to 4 GiB (every size class of the model's index, the small pool and both large segment rules),
+  // drawn from a few hundred values so equal sizes meet often, on two streams; a third of the operations free a
+  // random live block.
+  std::mt19937_64 rng(20261123);
+  std::vector<double> sizes;
+  for (int i = 0; i < 300; ++i) sizes.push_back(std::floor(std::exp2(std::uniform_real_distribution<>(0, 32)(rng))));
+  for (int trial = 0; trial < 4; ++trial) {
+    CachingAllocatorModel model;
+    ReferenceAllocator ref;
+    std::vector<std::uint32_t> live;
+    for (int op = 0; op < 3000; ++op) {
+      if (!live.empty() && rng() % 3 == 0) {
+        const std::size_t i = rng() % live.size();
+        model.free(live[i]);
+        ref.free(live[i]);
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        const double bytes = sizes[rng() % sizes.size()];
+        const int stream = int(rng() % 4 == 0);
+        const auto m = model.malloc(bytes, stream), r = ref.malloc(bytes, stream);
+        REQUIRE(m == r);
+        live.push_back(m);
+      }
+      REQUIRE(model.peak_reserved() == ref.peak_reserved());
+      REQUIRE(model.peak_allocated() == ref.peak_allocated());
+    }
+  }
 }

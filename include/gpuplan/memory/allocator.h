@@ -6,6 +6,7 @@
 // of their own: measured on 2 × H200, their blocks sit in separate pools beside the default stream's).
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <type_traits>
@@ -90,58 +91,95 @@ class CachingAllocatorModel {
     bool listed = false;  // in its pool's free lists (a free block being merged is briefly not)
   };
 
-  // Free blocks by (pool, stream, size), each size with a min-heap of blocks: PyTorch's BlockComparator orders a
-  // pool by (stream, size, address), and a request takes the first block at or above its size. A step has
-  // thousands of free blocks but only a few hundred distinct sizes at a time (Llama 3.1 70B under ZeRO-3: at most
-  // 372), though splits keep making new ones (a third of the insertions): so the sizes in use sit in one sorted
-  // array, bisected and shifted in place (a few kB, no tree nodes to allocate and free), each naming its heap in a
-  // pool whose emptied heaps are reused. The lowest handle stands for the lowest address. Entries are removed
-  // lazily: one whose block is no longer listed at that size is skipped when it reaches the top, and a size whose
-  // heap runs empty is dropped, so each stale entry is passed once.
+  // Free blocks by pool (small or large, stream) and size, each size with a min-heap of blocks: PyTorch's
+  // BlockComparator orders a pool by (stream, size, address), and a request takes the first block at or above its
+  // size. A step has thousands of free blocks but only a few hundred distinct sizes at a time (Llama 3.1 70B under
+  // ZeRO-3: at most 372), and splits keep making new ones (a third of the insertions). So a pool files its sizes
+  // by class — a size's octave cut in 16, as in TLSF (Masmano et al., ECRTS 2004) — each class a short sorted
+  // array, with a bitmap of the classes that hold any: a request looks in its own class, then jumps to the next
+  // class that holds a size. The lowest handle stands for the lowest address. Entries are removed lazily: one whose
+  // block is no longer listed at that size is skipped when it reaches its heap's top, and a size whose heap runs
+  // empty is dropped, so each stale entry is passed once.
   using Heap = std::vector<Handle>;  // std::greater: the smallest handle on top
-  // (small pool, stream, size) in one integer, ordered as the tuple: sizes stay below 2^60 (round_size), streams
-  // below 8.
-  static std::uint64_t key(bool small, int stream, std::uint64_t size) {
-    return std::uint64_t(small) << 63 | std::uint64_t(stream & 7) << 60 | size;
-  }
-  static constexpr std::uint64_t size_bits = (std::uint64_t(1) << 60) - 1;
   struct Size {
-    std::uint64_t key;
+    std::uint64_t size;
     std::uint32_t heap;  // index into heaps_
-    bool operator<(std::uint64_t k) const { return key < k; }
+    bool operator<(std::uint64_t s) const { return size < s; }
   };
+  // Sizes in units of 512 B (kMinBlockSize) below 2^51 (round_size clamps at 2^60 B): 32 classes of one size each,
+  // then 16 per octave.
+  static constexpr int kLinear = 32, kPerOctave = 16, kClasses = kLinear + (50 - 5 + 1) * kPerOctave;
+  static int size_class(std::uint64_t size) {
+    const std::uint64_t u = size / kMinBlockSize;
+    if (u < kLinear) return int(u);
+    const int octave = 63 - std::countl_zero(u);  // ≥ 5
+    return kLinear + (octave - 5) * kPerOctave + int((u >> (octave - 4)) & (kPerOctave - 1));
+  }
+  struct Pool {
+    std::vector<std::vector<Size>> classes;  // kClasses, allocated at the pool's first free block
+    std::uint64_t filled[(kClasses + 63) / 64] = {};
+    // The first class at or after c that holds a size, or kClasses.
+    int next(int c) const {
+      for (int w = c / 64; w < (kClasses + 63) / 64; ++w) {
+        const std::uint64_t m = filled[w] & (w == c / 64 ? ~std::uint64_t(0) << (c % 64) : ~std::uint64_t(0));
+        if (m) return w * 64 + std::countr_zero(m);
+      }
+      return kClasses;
+    }
+    void mark(int c, bool on) {
+      if (on) filled[c / 64] |= std::uint64_t(1) << (c % 64);
+      else filled[c / 64] &= ~(std::uint64_t(1) << (c % 64));
+    }
+  };
+  Pool& pool(bool small, int stream) {  // streams below 8: FSDP2's use 0 and 1
+    Pool& p = pools_[std::size_t(small) * 8 + std::size_t(stream & 7)];
+    if (p.classes.empty()) p.classes.resize(kClasses);
+    return p;
+  }
 
   Handle take_free(bool small, int stream, std::uint64_t size) {
-    const std::uint64_t k = key(small, stream, size);
-    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), k);
-    while (it != sizes_.end() && it->key >> 60 == k >> 60) {
-      Heap& h = heaps_[it->heap];
-      Handle found = none;
-      while (!h.empty() && found == none) {
-        const Handle b = h.front();
-        std::pop_heap(h.begin(), h.end(), std::greater<>());
-        h.pop_back();
-        if (blocks_[b].listed && blocks_[b].size == (it->key & size_bits)) found = b;
+    Pool& p = pool(small, stream);
+    int c = size_class(size);
+    if (c < kClasses && p.classes[c].empty()) c = p.next(c);
+    bool first = true;
+    while (c < kClasses) {
+      std::vector<Size>& sizes = p.classes[c];
+      auto it = first ? std::lower_bound(sizes.begin(), sizes.end(), size) : sizes.begin();
+      first = false;
+      while (it != sizes.end()) {
+        Heap& h = heaps_[it->heap];
+        Handle found = none;
+        while (!h.empty() && found == none) {
+          const Handle b = h.front();
+          std::pop_heap(h.begin(), h.end(), std::greater<>());
+          h.pop_back();
+          if (blocks_[b].listed && blocks_[b].size == it->size) found = b;
+        }
+        if (h.empty()) {
+          idle_heaps_.push_back(it->heap);
+          it = sizes.erase(it);
+        } else if (found == none) {
+          ++it;
+        }
+        if (found != none) {
+          if (sizes.empty()) p.mark(c, false);
+          blocks_[found].listed = false;
+          return found;
+        }
       }
-      if (h.empty()) {
-        idle_heaps_.push_back(it->heap);
-        it = sizes_.erase(it);
-      } else if (found == none) {
-        ++it;
-      }
-      if (found != none) {
-        blocks_[found].listed = false;
-        return found;
-      }
+      if (sizes.empty()) p.mark(c, false);
+      c = p.next(c + 1);
     }
     return none;
   }
   void insert_free(Handle b) {
     Block& blk = blocks_[b];
     blk.listed = true;
-    const std::uint64_t k = key(blk.small, blk.stream, blk.size);
-    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), k);
-    if (it == sizes_.end() || it->key != k) {
+    Pool& p = pool(blk.small, blk.stream);
+    const int c = size_class(blk.size);
+    std::vector<Size>& sizes = p.classes[c];
+    auto it = std::lower_bound(sizes.begin(), sizes.end(), blk.size);
+    if (it == sizes.end() || it->size != blk.size) {
       std::uint32_t heap;
       if (idle_heaps_.empty()) {
         heap = std::uint32_t(heaps_.size());
@@ -150,7 +188,8 @@ class CachingAllocatorModel {
         heap = idle_heaps_.back();
         idle_heaps_.pop_back();
       }
-      it = sizes_.insert(it, Size{k, heap});
+      it = sizes.insert(it, Size{blk.size, heap});
+      p.mark(c, true);
     }
     Heap& h = heaps_[it->heap];
     h.push_back(b);
@@ -175,7 +214,7 @@ class CachingAllocatorModel {
   void erase_free(Handle b) { blocks_[b].listed = false; }
 
   std::vector<Block> blocks_;
-  std::vector<Size> sizes_;                // the (pool, stream, size) keys with free blocks, sorted
+  Pool pools_[16];                         // by (small, stream)
   std::vector<Heap> heaps_;                // their heaps, by Size::heap
   std::vector<std::uint32_t> idle_heaps_;  // heaps no key uses now, their storage kept
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;

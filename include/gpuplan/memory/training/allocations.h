@@ -107,9 +107,15 @@ class TrainingAllocations {
         if (g.linear) casts_[layer].push_back(A_.malloc(double(g.numel()) * 2.0));
   }
 
+  // Empties the per-layer lists, keeping their storage for the next step (a replay's small allocations add up).
+  static void clear_each(std::vector<std::vector<Id>>& lists, std::size_t n) {
+    lists.resize(n);
+    for (auto& l : lists) l.clear();
+  }
+
   void forward() {
-    saved_.assign(t_.layers.size(), {});
-    casts_.assign(t_.layers.size(), {});
+    clear_each(saved_, t_.layers.size());
+    clear_each(casts_, t_.layers.size());
     others_ = A_.malloc(in_flight_);  // earlier micro-batches in flight on this pipeline stage
     resid_ = A_.malloc(hidden_tensor(pr_.stream));  // embedding output (or the activation received)
     const bool full = w_.recompute == Recompute::full;
@@ -132,7 +138,7 @@ class TrainingAllocations {
       }
       if (full) {
         for (Id x : saved_[i]) A_.free(x);
-        saved_[i] = {ckpt};
+        saved_[i].assign(1, ckpt);
         for (Id x : casts_[i]) A_.free(x);
         casts_[i].clear();
       }
@@ -201,7 +207,8 @@ class TrainingAllocations {
   void backward_through_layers() {
     for (std::size_t i = t_.layers.size(); i-- > 0;) {
       if (m_.sharded && w_.zero == 3) gather();
-      std::vector<Id> re;
+      std::vector<Id>& re = recomputed_;
+      re.clear();
       if (w_.recompute == Recompute::full) {
         autocast_casts(i);
         for (double x : t_.layers[i].per_token) re.push_back(A_.malloc(x * g_.T));
@@ -296,6 +303,7 @@ class TrainingAllocations {
   Id first_bucket_ = AllocationTimeline::none, others_ = AllocationTimeline::none, resid_ = AllocationTimeline::none,
      dh_ = AllocationTimeline::none;
   std::vector<std::vector<Id>> saved_, casts_;  // per layer: saved for backward, autocast's weight casts
+  std::vector<Id> recomputed_;                  // the layer being recomputed in backward
   std::vector<std::pair<Id, Id>> gathered_;     // FSDP layers gathered now
   std::vector<Id> grads_, kept_logits_;
   std::vector<double> grad_bytes_;              // parallel to grads_

@@ -106,14 +106,17 @@ class CachingAllocatorModel {
     std::uint32_t heap;  // index into heaps_
     bool operator<(std::uint64_t s) const { return size < s; }
   };
-  // Sizes in units of 512 B (kMinBlockSize) below 2^51 (round_size clamps at 2^60 B): 32 classes of one size each,
-  // then 16 per octave.
-  static constexpr int kLinear = 32, kPerOctave = 16, kClasses = kLinear + (50 - 5 + 1) * kPerOctave;
+  // Sizes in units of 512 B (kMinBlockSize), below 2^51 of them (round_size clamps at 2^60 B): the 2^5 smallest
+  // have a class each, then each octave [2^k, 2^(k+1)) is cut in 2^4 by the 4 bits after its leading one (16 per
+  // octave keeps a class to a handful of sizes; TLSF uses the same split).
+  static constexpr int kLinearBits = 5, kSubBits = 4, kTopOctave = 50;
+  static constexpr int kLinear = 1 << kLinearBits, kPerOctave = 1 << kSubBits;
+  static constexpr int kClasses = kLinear + (kTopOctave - kLinearBits + 1) * kPerOctave;
   static int size_class(std::uint64_t size) {
     const std::uint64_t u = size / kMinBlockSize;
     if (u < kLinear) return int(u);
-    const int octave = 63 - std::countl_zero(u);  // ≥ 5
-    return kLinear + (octave - 5) * kPerOctave + int((u >> (octave - 4)) & (kPerOctave - 1));
+    const int octave = 63 - std::countl_zero(u);  // ≥ kLinearBits
+    return kLinear + (octave - kLinearBits) * kPerOctave + int((u >> (octave - kSubBits)) & (kPerOctave - 1));
   }
   struct Pool {
     std::vector<std::vector<Size>> classes;  // kClasses, allocated at the pool's first free block
@@ -131,8 +134,9 @@ class CachingAllocatorModel {
       else filled[c / 64] &= ~(std::uint64_t(1) << (c % 64));
     }
   };
-  Pool& pool(bool small, int stream) {  // streams below 8: FSDP2's use 0 and 1
-    Pool& p = pools_[std::size_t(small) * 8 + std::size_t(stream & 7)];
+  static constexpr std::size_t kStreams = 8;  // streams modelled: FSDP2's use 0 and 1
+  Pool& pool(bool small, int stream) {
+    Pool& p = pools_[std::size_t(small) * kStreams + std::size_t(stream) % kStreams];
     if (p.classes.empty()) p.classes.resize(kClasses);
     return p;
   }
@@ -214,7 +218,7 @@ class CachingAllocatorModel {
   void erase_free(Handle b) { blocks_[b].listed = false; }
 
   std::vector<Block> blocks_;
-  Pool pools_[16];                         // by (small, stream)
+  Pool pools_[2 * kStreams];               // by (small, stream)
   std::vector<Heap> heaps_;                // their heaps, by Size::heap
   std::vector<std::uint32_t> idle_heaps_;  // heaps no key uses now, their storage kept
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;

@@ -130,9 +130,14 @@ struct ParamGroup {
 };
 
 struct ParamInventory {
-  std::vector<ParamGroup> embedding;               // token (and position) embeddings
-  std::vector<std::vector<ParamGroup>> per_layer;  // decoder layers
-  std::vector<ParamGroup> head;                    // final norm and untied output projection
+  std::vector<ParamGroup> embedding;  // token (and position) embeddings
+  // Decoder layers: each kind of layer's groups once (layer_kind below: a 126-layer model has one or two kinds, and
+  // naming every layer's groups again was a tenth of a large model's estimate), and each layer's kind.
+  std::vector<std::vector<ParamGroup>> kinds;
+  std::vector<std::uint8_t> kind_of;
+  std::vector<ParamGroup> head;       // final norm and untied output projection
+  std::size_t layers() const { return kind_of.size(); }
+  const std::vector<ParamGroup>& layer(std::size_t l) const { return kinds[kind_of[l]]; }
 };
 
 namespace detail {
@@ -251,7 +256,12 @@ inline void add_moe(std::vector<ParamGroup>& v, const ModelSpec& s) {
 
 }  // namespace detail
 
-// One decoder layer's named parameter groups; it depends on `layer` only through layer_kind (count_params relies on it).
+// What layer_params depends on besides the spec: the layer's kind (linear or softmax attention, MoE or dense MLP).
+inline int layer_kind(const ModelSpec& s, std::int64_t layer) {
+  return (s.is_linear_layer(layer) ? 1 : 0) + (s.is_moe_layer(layer) ? 2 : 0);
+}
+
+// One decoder layer's named parameter groups; it depends on `layer` only through layer_kind (param_inventory relies on it).
 inline std::vector<ParamGroup> layer_params(const ModelSpec& s, std::int64_t layer) {
   std::vector<ParamGroup> v;
   const std::int64_t h = s.hidden;
@@ -266,7 +276,7 @@ inline std::vector<ParamGroup> layer_params(const ModelSpec& s, std::int64_t lay
   return v;
 }
 
-// The embedding and head groups; per_layer left empty.
+// The embedding and head groups; no layers.
 inline ParamInventory param_inventory_without_layers(const ModelSpec& s) {
   ParamInventory inv;
   detail::add(inv.embedding, s.family == Family::gpt2 ? "wte" : "embed_tokens", s.vocab, s.hidden, false);
@@ -279,8 +289,16 @@ inline ParamInventory param_inventory_without_layers(const ModelSpec& s) {
 
 inline ParamInventory param_inventory(const ModelSpec& s) {
   ParamInventory inv = param_inventory_without_layers(s);
-  inv.per_layer.reserve(static_cast<std::size_t>(s.layers));
-  for (std::int64_t l = 0; l < s.layers; ++l) inv.per_layer.push_back(layer_params(s, l));
+  std::array<int, 4> index{-1, -1, -1, -1};  // by layer_kind: its place in inv.kinds
+  inv.kind_of.reserve(static_cast<std::size_t>(std::max<std::int64_t>(s.layers, 0)));
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    int& k = index[static_cast<std::size_t>(layer_kind(s, l))];
+    if (k < 0) {
+      k = int(inv.kinds.size());
+      inv.kinds.push_back(layer_params(s, l));
+    }
+    inv.kind_of.push_back(static_cast<std::uint8_t>(k));
+  }
   return inv;
 }
 
@@ -302,11 +320,6 @@ struct ParamCounts {
   Params lm_head{0};     // untied output projection (0 when tied)
 };
 
-// What layer_params depends on besides the spec: the layer's kind (linear or softmax attention, MoE or dense MLP).
-inline int layer_kind(const ModelSpec& s, std::int64_t layer) {
-  return (s.is_linear_layer(layer) ? 1 : 0) + (s.is_moe_layer(layer) ? 2 : 0);
-}
-
 // Each kind of layer once: a representative layer index and how many layers are of that kind.
 inline std::vector<std::pair<std::int64_t, std::int64_t>> layer_kinds(const ModelSpec& s) {
   std::array<std::pair<std::int64_t, std::int64_t>, 4> k{};
@@ -321,21 +334,15 @@ inline std::vector<std::pair<std::int64_t, std::int64_t>> layer_kinds(const Mode
 }
 
 inline ParamCounts count_params(const ModelSpec& s) {
-  ParamInventory inv = param_inventory_without_layers(s);
-  // Each kind of layer is counted once (param_inventory builds every layer's named groups: listing the presets
-  // spent 60 % of its time there).
-  std::array<std::optional<std::pair<std::int64_t, std::int64_t>>, 4> by_kind;
+  const ParamInventory inv = param_inventory(s);
+  std::vector<std::int64_t> layers_of(inv.kinds.size(), 0);
+  for (std::uint8_t k : inv.kind_of) ++layers_of[k];
   std::int64_t total = 0, active = 0, head = 0;
-  const std::int64_t emb = detail::sum_numel(inv.embedding, false, s.moe);
-  for (std::int64_t l = 0; l < s.layers; ++l) {
-    auto& kind = by_kind[static_cast<std::size_t>(layer_kind(s, l))];
-    if (!kind) {
-      const auto groups = layer_params(s, l);
-      kind.emplace(detail::sum_numel(groups, false, s.moe), detail::sum_numel(groups, true, s.moe));
-    }
-    total += kind->first;
-    active += kind->second;
+  for (std::size_t k = 0; k < inv.kinds.size(); ++k) {
+    total += layers_of[k] * detail::sum_numel(inv.kinds[k], false, s.moe);
+    active += layers_of[k] * detail::sum_numel(inv.kinds[k], true, s.moe);
   }
+  const std::int64_t emb = detail::sum_numel(inv.embedding, false, s.moe);
   for (const auto& g : inv.head)
     if (g.module == "lm_head") head += g.numel();
   const std::int64_t rest = detail::sum_numel(inv.head, false, s.moe);

@@ -67,7 +67,7 @@ class TrainingMemoryScreen {
     };
     const ParamInventory inv = param_inventory(s);
     count(inv.embedding);
-    for (const auto& l : inv.per_layer) count(l);
+    for (std::size_t l = 0; l < inv.layers(); ++l) count(inv.layer(l));
     count(inv.head);
     per_param_states_ = (base.optimizer == Optimizer::adamw_8bit ? adamw_8bit_bytes_per_param
                                                                  : state_elements / numel * pr.state) + pr.master;

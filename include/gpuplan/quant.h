@@ -237,7 +237,7 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
     w.embedding += bytes(g, s.tied_embeddings && g.module != "wpe" ? TensorRole::output : role_of(g), 0);
   for (std::int64_t l = 0; l < s.layers; ++l) {
     Bytes b(0);
-    for (const auto& g : inv.per_layer[static_cast<std::size_t>(l)]) b += bytes(g, role_of(g), l);
+    for (const auto& g : inv.layer(static_cast<std::size_t>(l))) b += bytes(g, role_of(g), l);
     w.per_layer.push_back(b);
     w.layers += b;
   }

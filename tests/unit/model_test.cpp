@@ -129,19 +129,28 @@ TEST_CASE("presets: today's lineup against the model cards", "[model]") {
   CHECK(double(active("gpt-oss-120b") - 201'088LL * 2'880) == Approx(5.13e9).epsilon(0.002));
 }
 
-TEST_CASE("count_params: counting each kind of layer once equals summing every layer", "[model]") {
+TEST_CASE("param_inventory and count_params: each kind of layer once equals every layer's own groups", "[model]") {
   // Every preset, hybrids included (linear-attention layers, dense layers before the MoE ones, interleaved MoE).
+  auto same = [](const ParamGroup& a, const ParamGroup& b) {
+    return a.module == b.module && a.out == b.out && a.in == b.in && a.count == b.count && a.linear == b.linear &&
+           a.expert == b.expert;
+  };
   for (const auto& p : builtin_presets()) {
     INFO(p.id);
     const ParamInventory inv = param_inventory(p.spec);
+    REQUIRE(inv.layers() == std::size_t(p.spec.layers));
     std::int64_t total = 0, active = 0;
     for (const auto* part : {&inv.embedding, &inv.head}) {
       total += detail::sum_numel(*part, false, p.spec.moe);
       active += detail::sum_numel(*part, true, p.spec.moe);
     }
-    for (const auto& layer : inv.per_layer) {
-      total += detail::sum_numel(layer, false, p.spec.moe);
-      active += detail::sum_numel(layer, true, p.spec.moe);
+    for (std::int64_t l = 0; l < p.spec.layers; ++l) {
+      const auto own = layer_params(p.spec, l);
+      const auto& shared = inv.layer(std::size_t(l));
+      REQUIRE(own.size() == shared.size());
+      for (std::size_t i = 0; i < own.size(); ++i) CHECK(same(own[i], shared[i]));
+      total += detail::sum_numel(own, false, p.spec.moe);
+      active += detail::sum_numel(own, true, p.spec.moe);
     }
     const ParamCounts c = count_params(p.spec);
     CHECK(c.total.in(unit::params) == total);

@@ -207,7 +207,7 @@ TEST_CASE("step 5, training_allocations: a balanced timeline in phases, replayed
   // FSDP2: every gradient shard comes from the reduce-scatter stream's pool: one per tensor per step, plus the tied
   // matrix's second gradient (lm_head's, then the embedding's) and their sum.
   std::size_t tensors = inv.groups.embedding.size() + inv.groups.head.size();
-  for (const auto& l : inv.groups.per_layer) tensors += l.size();
+  for (std::size_t l = 0; l < inv.groups.layers(); ++l) tensors += inv.groups.layer(l).size();
   CHECK(rs_stream == int(3 * (tensors + 2)));
   // The replay's reserve equals driving the allocator by hand with the same events.
   CachingAllocatorModel A;

@@ -92,6 +92,29 @@ TEST_CASE("estimate_training_memory: activations per token per layer, Llama SDPA
         2 * 4 * h + 2 * 4 * h + 2 * 4 * 16 + 2 * h + 4 * 512 + 2 * h + 4 * 32 + 3 * 2 * 8192);
 }
 
+TEST_CASE("LayerActivationModel: a layer's saved tensors depend on the layer only through its kind", "[memory][training]") {
+  // layer_tensors computes each kind of layer once; every preset's every layer must give the same tensors as the
+  // first layer of its kind (hybrids: linear-attention layers, dense layers before MoE ones), full and LoRA.
+  auto lw = workload(Precision::amp_bf16, Optimizer::adamw, 1, 512);
+  lw.lora.rank = 8;
+  lw.lora.targets = {"q_proj", "v_proj", "gate_proj", "down_proj", "query_key_value", "c_attn", "in_proj_qkvz"};
+  for (const auto& w : {workload(Precision::amp_bf16, Optimizer::adamw, 1, 512), lw}) {
+    for (const auto& p : builtin_presets()) {
+      INFO(p.id << (w.lora.rank ? " (LoRA)" : ""));
+      const detail::LayerActivationModel act(p.spec, w, detail::ActivationDtypes{2.0, 2.0, true});
+      std::array<std::optional<detail::LayerActivation>, 4> first;
+      for (std::int64_t l = 0; l < p.spec.layers; ++l) {
+        auto& f = first[std::size_t(layer_kind(p.spec, l))];
+        const detail::LayerActivation a = act.layer(l);
+        if (!f) { f = a; continue; }
+        CHECK(a.per_token == f->per_token);
+        CHECK(a.score_element == f->score_element);
+        CHECK(a.tensors == f->tensors);
+      }
+    }
+  }
+}
+
 TEST_CASE("estimate_training_memory: loss buffers, forward and backward", "[memory][training]") {
   const double T = 4 * 2048;
   const auto e = estimate_training_memory(llama1b(), workload(Precision::pure_bf16, Optimizer::adamw, 4, 2048));

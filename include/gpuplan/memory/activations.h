@@ -47,6 +47,7 @@ class LayerActivationModel {
   LayerActivationModel(const ModelSpec& s, const TrainingWorkload& w, const ActivationDtypes& d)
       : s_(s), w_(w), d_(d), full_ft_(w.lora.rank == 0) {}
 
+  // Depends on `l` only through layer_kind (layer_tensors computes each kind once).
   LayerActivation layer(std::int64_t l) const {
     LayerActivation a;
     const double h = double(s_.hidden), c = d_.c;

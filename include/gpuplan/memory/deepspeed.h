@@ -85,7 +85,7 @@ inline double deepspeed_largest_layer_params(const ModelSpec& s) {
     largest = std::max(largest, experts);
   };
   visit(inv.embedding);
-  for (const auto& l : inv.per_layer) visit(l);
+  for (const auto& kind : inv.kinds) visit(kind);
   visit(inv.head);
   return largest;
 }

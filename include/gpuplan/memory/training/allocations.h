@@ -66,8 +66,8 @@ class TrainingAllocations {
     const double resident = m_.gpu_params > 0 ? ((m_.sharded && w_.zero >= 2) ? m_.param_share : 1.0) : 0.0;
     for (const auto* groups : {&inv_.groups.embedding, &inv_.groups.head})
       for (const auto& g : *groups) A_.malloc(double(g.numel()) * pr_.weight * resident);
-    for (const auto& l : inv_.groups.per_layer)
-      for (const auto& g : l) A_.malloc(double(g.numel()) * pr_.weight * resident);
+    for (std::size_t l = 0; l < inv_.groups.layers(); ++l)
+      for (const auto& g : inv_.groups.layer(l)) A_.malloc(double(g.numel()) * pr_.weight * resident);
     if (lora_) A_.malloc(m_.adapters);
     // DDP (find_unused_parameters=False) starts with one bucket holding every gradient, and after the first
     // iteration rebuilds its buckets in gradient-ready order, 25 MB each (torch DistributedDataParallel:
@@ -103,7 +103,7 @@ class TrainingAllocations {
   }
   void autocast_casts(std::size_t layer) {
     if (pr_.autocast)
-      for (const auto& g : inv_.groups.per_layer[layer])
+      for (const auto& g : inv_.groups.layer(layer))
         if (g.linear) casts_[layer].push_back(A_.malloc(double(g.numel()) * 2.0));
   }
 
@@ -219,7 +219,7 @@ class TrainingAllocations {
       const double ffn = double(s_.is_moe_layer(l) ? s_.moe.intermediate * s_.moe.experts_per_token : s_.intermediate);
       const Id t1 = A_.malloc(pr_.compute * ffn * g_.T), t2 = A_.malloc(pr_.compute * ffn * g_.T);
       const Id t3 = A_.malloc(hidden_tensor(pr_.compute));
-      for (const auto& g : inv_.groups.per_layer[i])
+      for (const auto& g : inv_.groups.layer(i))
         if (trains(g, true, w_.lora)) add_grad(adapter_or_numel(g) * (lora_ ? 4.0 : m_.grad_el) * t_.grad_scale);
       A_.free(t1);
       A_.free(t2);
@@ -272,7 +272,7 @@ class TrainingAllocations {
         if (m_.master > 0) A_.malloc(n * m_.master * shard);
       };
       for (const auto& g : inv_.groups.embedding) add_states(g, false);
-      for (const auto& l : inv_.groups.per_layer) for (const auto& g : l) add_states(g, true);
+      for (std::size_t l = 0; l < inv_.groups.layers(); ++l) for (const auto& g : inv_.groups.layer(l)) add_states(g, true);
       for (const auto& g : inv_.groups.head) add_states(g, false);
     }
     double total_grad = 0;

@@ -42,15 +42,15 @@ inline ShardInventory shard_inventory(const ModelSpec& s, const TrainingWorkload
   inv.groups = param_inventory(s);
   if (!st.embedding) inv.groups.embedding.clear();
   if (!st.head) inv.groups.head.clear();
-  for (auto& l : inv.groups.per_layer)
-    for (auto& g : l)
+  for (auto& kind : inv.groups.kinds)
+    for (auto& g : kind)
       if (g.expert) g.count /= w.ep;  // expert parallelism: experts/ep of each MoE layer live on this GPU
   double dense = 0;
   for (const auto* groups : {&inv.groups.embedding, &inv.groups.head})
     for (const auto& g : *groups) dense += double(g.numel());
-  for (const auto& l : inv.groups.per_layer) {
+  for (std::size_t l = 0; l < inv.groups.layers(); ++l) {
     double layer = 0;
-    for (const auto& g : l) {
+    for (const auto& g : inv.groups.layer(l)) {
       (g.expert ? inv.expert_params : dense) += double(g.numel());
       if (g.linear) inv.linear_params += double(g.numel());
       layer += double(g.numel());
@@ -80,7 +80,7 @@ inline ShardInventory shard_inventory(const ModelSpec& s, const TrainingWorkload
     }
   };
   visit(inv.groups.embedding, false);
-  for (const auto& layer : inv.groups.per_layer) visit(layer, true);
+  for (std::size_t l = 0; l < inv.groups.layers(); ++l) visit(inv.groups.layer(l), true);
   visit(inv.groups.head, false);
   if (lora) inv.trainable = adapters;
   return inv;

@@ -3,7 +3,9 @@
 // casts, the gradients as backward makes them, the framework's buffers and the optimizer step's temporaries.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "../../error.h"
@@ -86,14 +88,19 @@ inline std::vector<LayerTensors> layer_tensors(const ModelSpec& s, const Trainin
   const ModelSpec wide = w.sp ? doubled_split_widths(s) : ModelSpec{};
   const LayerActivationModel act_wide(wide, w, dt);  // (only evaluated under --sp)
   std::vector<LayerTensors> out(static_cast<std::size_t>(s.layers));
+  std::array<std::optional<LayerActivation>, 4> by_kind;  // the layer model sees a layer only through its kind
   for (std::int64_t l = 0; l < s.layers; ++l) {
-    auto a = act.layer(l);
-    if (w.sp && a.per_token > 0) {
-      const double split = act_wide.layer(l).per_token - a.per_token;
-      const double scaled = (a.per_token - split) / double(w.tp) + split;
-      for (double& x : a.tensors) x *= scaled / a.per_token;
-      a.per_token = scaled;
+    auto& kind = by_kind[static_cast<std::size_t>(layer_kind(s, l))];
+    if (!kind) {
+      kind = act.layer(l);
+      if (w.sp && kind->per_token > 0) {
+        const double split = act_wide.layer(l).per_token - kind->per_token;
+        const double scaled = (kind->per_token - split) / double(w.tp) + split;
+        for (double& x : kind->tensors) x *= scaled / kind->per_token;
+        kind->per_token = scaled;
+      }
     }
+    const LayerActivation& a = *kind;
     LayerTensors& t = out[static_cast<std::size_t>(l)];
     // Eager and math attention materialise b·heads·s·s scores per layer (HF eager computes the full matrix and
     // masks it, also for sliding-window layers).
@@ -104,7 +111,7 @@ inline std::vector<LayerTensors> layer_tensors(const ModelSpec& s, const Trainin
       t.saved = pr.stream * g.h * g.T / g.sp_div;  // checkpoint = the layer input (HF non-reentrant, per layer)
     else if (w.recompute == Recompute::selective)
       t.saved = a.per_token * g.T;  // attention core recomputed: the s² terms go (Korthikanti et al. 2022 §5)
-    t.per_token = std::move(a.tensors);
+    t.per_token = a.tensors;
     per_token_sum += a.per_token;
     // While a layer runs forward its pre-softmax scores also exist (16-bit, freed after softmax).
     if (a.score_element > 0) transient = std::max(transient, pr.compute * g.b * g.heads * g.sq * g.sq);
@@ -143,8 +150,8 @@ inline LossBuffers loss_buffers(const ModelSpec& s, const TrainingWorkload& w, c
 inline void gradient_tensors(StepTensors& t, const ShardInventory& inv, const ModelStates& m, const ModelSpec& s,
                              const TrainingWorkload& w) {
   const bool lora = w.lora.rank > 0;
-  for (std::size_t l = 0; l < inv.groups.per_layer.size(); ++l)
-    for (const auto& g : inv.groups.per_layer[l]) {
+  for (std::size_t l = 0; l < inv.groups.layers(); ++l)
+    for (const auto& g : inv.groups.layer(l)) {
       if (!lora) t.layers[l].grad += double(g.numel()) * m.grad_el;
       else if (trains(g, true, w.lora)) t.layers[l].grad += lora_adapter_params(g, w.lora.rank) * 4.0;
     }

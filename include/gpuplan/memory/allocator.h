@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <functional>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace gpuplan {
@@ -88,23 +86,21 @@ class CachingAllocatorModel {
     int stream = 0;
     bool small = false;
     bool free = true;
-    bool listed = false;  // in its pool's free lists (a free block being merged is briefly not)
   };
 
-  // Free blocks by pool (small or large, stream) and size, each size with a min-heap of blocks: PyTorch's
-  // BlockComparator orders a pool by (stream, size, address), and a request takes the first block at or above its
-  // size. A step has thousands of free blocks but only a few hundred distinct sizes at a time (Llama 3.1 70B under
-  // ZeRO-3: at most 372), and splits keep making new ones (a third of the insertions). So a pool files its sizes
-  // by class — a size's octave cut in 16, as in TLSF (Masmano et al., ECRTS 2004) — each class a short sorted
-  // array, with a bitmap of the classes that hold any: a request looks in its own class, then jumps to the next
-  // class that holds a size. The lowest handle stands for the lowest address. Entries are removed lazily: one whose
-  // block is no longer listed at that size is skipped when it reaches its heap's top, and a size whose heap runs
-  // empty is dropped, so each stale entry is passed once.
-  using Heap = std::vector<Handle>;  // std::greater: the smallest handle on top
-  struct Size {
+  // Free blocks by pool (small or large, stream), ordered as PyTorch's BlockComparator orders a pool — by (stream,
+  // size, address) — and a request takes the first block at or above its size. A step has thousands of free blocks,
+  // and splits keep making new sizes, so a pool files its blocks by size class — a size's octave cut in 16, as in
+  // TLSF (Masmano et al., ECRTS 2004) — each class an array of (size, block) kept sorted, with a bitmap of the
+  // classes that hold any: a request looks in its own class, then jumps to the next class that holds a block. The
+  // lower handle stands for the lower address (blocks are numbered as they are made, segments in the order they are
+  // allocated). A class is sorted from the last block to be taken to the first, so that taking one — often one of
+  // many equal sizes, e.g. a layer's tensor freed in every layer — removes it from the end, not the front.
+  struct Entry {
     std::uint64_t size;
-    std::uint32_t heap;  // index into heaps_
-    bool operator<(std::uint64_t s) const { return size < s; }
+    Handle block;
+    // Taken later: the larger size, then the higher address.
+    static bool later(const Entry& a, const Entry& b) { return a.size > b.size || (a.size == b.size && a.block > b.block); }
   };
   // Sizes in units of 512 B (kMinBlockSize), below 2^51 of them (round_size clamps at 2^60 B): the 2^5 smallest
   // have a class each, then each octave [2^k, 2^(k+1)) is cut in 2^4 by the 4 bits after its leading one (16 per
@@ -119,9 +115,9 @@ class CachingAllocatorModel {
     return kLinear + (octave - kLinearBits) * kPerOctave + int((u >> (octave - kSubBits)) & (kPerOctave - 1));
   }
   struct Pool {
-    std::vector<std::vector<Size>> classes;  // kClasses, allocated at the pool's first free block
+    std::vector<std::vector<Entry>> classes;  // kClasses, allocated at the pool's first free block
     std::uint64_t filled[(kClasses + 63) / 64] = {};
-    // The first class at or after c that holds a size, or kClasses.
+    // The first class at or after c that holds a block, or kClasses.
     int next(int c) const {
       for (int w = c / 64; w < (kClasses + 63) / 64; ++w) {
         const std::uint64_t m = filled[w] & (w == c / 64 ? ~std::uint64_t(0) << (c % 64) : ~std::uint64_t(0));
@@ -144,60 +140,37 @@ class CachingAllocatorModel {
   Handle take_free(bool small, int stream, std::uint64_t size) {
     Pool& p = pool(small, stream);
     int c = size_class(size);
-    if (c < kClasses && p.classes[c].empty()) c = p.next(c);
-    bool first = true;
-    while (c < kClasses) {
-      std::vector<Size>& sizes = p.classes[c];
-      auto it = first ? std::lower_bound(sizes.begin(), sizes.end(), size) : sizes.begin();
-      first = false;
-      while (it != sizes.end()) {
-        Heap& h = heaps_[it->heap];
-        Handle found = none;
-        while (!h.empty() && found == none) {
-          const Handle b = h.front();
-          std::pop_heap(h.begin(), h.end(), std::greater<>());
-          h.pop_back();
-          if (blocks_[b].listed && blocks_[b].size == it->size) found = b;
-        }
-        if (h.empty()) {
-          idle_heaps_.push_back(it->heap);
-          it = sizes.erase(it);
-        } else if (found == none) {
-          ++it;
-        }
-        if (found != none) {
-          if (sizes.empty()) p.mark(c, false);
-          blocks_[found].listed = false;
-          return found;
-        }
-      }
-      if (sizes.empty()) p.mark(c, false);
+    std::vector<Entry>* from = &p.classes[c];
+    // The blocks at or above the size are a prefix of the class; the last of them is the one to take.
+    auto it = std::partition_point(from->begin(), from->end(), [&](const Entry& e) { return e.size >= size; });
+    if (it == from->begin()) {  // none here: the first block of the next class that has one
       c = p.next(c + 1);
+      if (c >= kClasses) return none;
+      from = &p.classes[c];
+      it = from->end();
     }
-    return none;
+    --it;
+    const Handle b = it->block;
+    from->erase(it);
+    if (from->empty()) p.mark(c, false);
+    return b;
   }
   void insert_free(Handle b) {
-    Block& blk = blocks_[b];
-    blk.listed = true;
+    const Block& blk = blocks_[b];
     Pool& p = pool(blk.small, blk.stream);
     const int c = size_class(blk.size);
-    std::vector<Size>& sizes = p.classes[c];
-    auto it = std::lower_bound(sizes.begin(), sizes.end(), blk.size);
-    if (it == sizes.end() || it->size != blk.size) {
-      std::uint32_t heap;
-      if (idle_heaps_.empty()) {
-        heap = std::uint32_t(heaps_.size());
-        heaps_.emplace_back();
-      } else {
-        heap = idle_heaps_.back();
-        idle_heaps_.pop_back();
-      }
-      it = sizes.insert(it, Size{blk.size, heap});
-      p.mark(c, true);
-    }
-    Heap& h = heaps_[it->heap];
-    h.push_back(b);
-    std::push_heap(h.begin(), h.end(), std::greater<>());
+    auto& v = p.classes[c];
+    const Entry e{blk.size, b};
+    v.insert(std::upper_bound(v.begin(), v.end(), e, Entry::later), e);
+    p.mark(c, true);
+  }
+  void erase_free(Handle b) {
+    const Block& blk = blocks_[b];
+    Pool& p = pool(blk.small, blk.stream);
+    const int c = size_class(blk.size);
+    auto& v = p.classes[c];
+    v.erase(std::lower_bound(v.begin(), v.end(), Entry{blk.size, b}, Entry::later));
+    if (v.empty()) p.mark(c, false);
   }
 
   static std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
@@ -215,12 +188,9 @@ class CachingAllocatorModel {
     blocks_.push_back(blk);
     return Handle(blocks_.size() - 1);
   }
-  void erase_free(Handle b) { blocks_[b].listed = false; }
 
   std::vector<Block> blocks_;
   Pool pools_[2 * kStreams];               // by (small, stream)
-  std::vector<Heap> heaps_;                // their heaps, by Size::heap
-  std::vector<std::uint32_t> idle_heaps_;  // heaps no key uses now, their storage kept
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
 

@@ -235,9 +235,17 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
   for (const auto& g : inv.embedding)
     w.embedding += bytes(g, s.tied_embeddings && g.module != "wpe" ? TensorRole::output : role_of(g), 0);
-  for (std::int64_t l = 0; l < s.layers; ++l) {
+  std::vector<std::vector<TensorRole>> roles;  // each kind of layer's groups' roles (named once, not per layer)
+  for (const auto& kind : inv.kinds) {
+    roles.emplace_back();
+    for (const auto& g : kind) roles.back().push_back(role_of(g));
+  }
+  w.per_layer.reserve(inv.layers());
+  for (std::size_t l = 0; l < inv.layers(); ++l) {
     Bytes b(0);
-    for (const auto& g : inv.layer(static_cast<std::size_t>(l))) b += bytes(g, role_of(g), l);
+    const auto& groups = inv.layer(l);
+    const auto& role = roles[inv.kind_of[l]];
+    for (std::size_t i = 0; i < groups.size(); ++i) b += bytes(groups[i], role[i], static_cast<std::int64_t>(l));
     w.per_layer.push_back(b);
     w.layers += b;
   }

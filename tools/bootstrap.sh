@@ -38,7 +38,7 @@ case "${1:-run}" in
     cmake --build build-asan -j "$jobs" >build-asan/build.log 2>&1 &
     asan_build=$!
     trap 'kill "$asan_build" 2>/dev/null || true' EXIT
-    # The browser test times the page's load (issue #17: under 1 s), so it runs once the machine is quiet again.
+    # The browser test reports the page's load time, so it runs once the machine is quiet again.
     ctest --test-dir build --output-on-failure -j "$jobs" -E '^web[.]browser$'
     asan_status=0
     wait "$asan_build" || asan_status=$?

@@ -75,14 +75,16 @@ class TrainingMemoryScreen {
     // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN), separated by evaluating
     // the inventory at doubled split widths (parallel.h).
     const ModelSpec wide = doubled_split_widths(s);
+    const ParamInventory wide_inv = param_inventory(wide);
     double p1 = 0, p2 = 0;
-    for (std::int64_t l = 0; l < s.layers; ++l) {
-      for (const auto& g : layer_params(s, l)) p1 += double(g.numel());
-      for (const auto& g : layer_params(wide, l)) p2 += double(g.numel());
-    }
     double experts = 0;  // routed-expert weights (split over ep, and over tp by their FFN width)
-    for (std::int64_t l = 0; l < s.layers; ++l)
-      for (const auto& g : layer_params(s, l)) experts += g.expert ? double(g.numel()) : 0.0;
+    for (std::size_t l = 0; l < inv.layers(); ++l) {
+      for (const auto& g : inv.layer(l)) {
+        p1 += double(g.numel());
+        experts += g.expert ? double(g.numel()) : 0.0;
+      }
+      for (const auto& g : wide_inv.layer(l)) p2 += double(g.numel());
+    }
     layer_experts_ = experts / layers_;
     layer_split_ = (p2 - p1) / layers_ - layer_experts_;
     layer_replicated_ = (2 * p1 - p2) / layers_;

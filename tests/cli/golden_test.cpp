@@ -1,0 +1,44 @@
+// The golden outputs (tests/data/golden/outputs.jsonl, written by tools/golden.py) replayed in-process: every
+// command's exit status, stdout and stderr byte for byte. The sanitizer build runs this instead of golden.py, which
+// starts a process per command: there a process costs ~60 ms to start and to check for leaks (316 commands, about a
+// third of that suite's time), and one leak check at the end of this process covers them all. Hidden ([.]): the
+// Release build runs golden.py on the binary itself.
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "../test_support.h"
+
+TEST_CASE("golden: every recorded command gives the recorded output", "[.golden]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(gpuplan::test::data).parent_path().parent_path();  // the commands' paths start there
+  std::ifstream in(root / "tests" / "data" / "golden" / "outputs.jsonl");
+  REQUIRE(in);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(root);
+  int commands = 0, differ = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const auto want = nlohmann::json::parse(line);
+    const auto args = want["args"].get<std::vector<std::string>>();
+    const auto got = gpuplan::test::run_cli(args);
+    ++commands;
+    const bool same = int(got.code) == want["rc"].get<int>() && got.out == want["stdout"].get<std::string>() &&
+                      got.err == want["stderr"].get<std::string>();
+    if (same) continue;
+    ++differ;
+    std::string cmd;
+    for (const auto& a : args) cmd += a + " ";
+    INFO(cmd);
+    CHECK(int(got.code) == want["rc"].get<int>());
+    CHECK(got.err == want["stderr"].get<std::string>());
+    CHECK(got.out == want["stdout"].get<std::string>());
+    if (differ == 5) break;  // enough to see what changed
+  }
+  fs::current_path(cwd);
+  CHECK(commands > 300);
+  CHECK(differ == 0);
+}

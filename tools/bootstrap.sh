@@ -53,10 +53,11 @@ case "${1:-run}" in
     trap - EXIT
     cat build-asan/build.log
     ((status == 0)) || exit "$status"
-    # Not the checks that score or print numbers the Release pass just checked (docs.*, calibration.*, time.*): the
-    # golden outputs run every measured case and large layouts with --tokens through the same CLI paths here, in
-    # full. Nor packaging (a build of a consumer project: no sanitized code runs in it).
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(docs|calibration|time|packaging)[.]'
+    # Not the checks that score, print or validate numbers the Release pass just checked (docs.*, calibration.*,
+    # time.*, engines.*, schema.*): the golden outputs run every measured case, the engine profiles and large
+    # layouts with --tokens through the same CLI paths here, in full, and the unit tests every engine's estimator.
+    # Nor packaging (a build of a consumer project: no sanitized code runs in it).
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(docs|calibration|time|engines|schema|packaging)[.]'
     ;;
   *) echo "usage: tools/bootstrap.sh [run|test]" >&2; exit 2 ;;
 esac

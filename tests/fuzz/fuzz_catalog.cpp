@@ -4,7 +4,9 @@
 
 #include <gpuplan/catalog.h>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace gpuplan::fuzz {
+
+int catalog(const std::uint8_t* data, std::size_t size) {
   gpuplan::Catalog cat;
   try {
     const auto j = gpuplan::detail::parse_json_file("fuzz.json", std::string(reinterpret_cast<const char*>(data), size));
@@ -14,3 +16,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace gpuplan::fuzz

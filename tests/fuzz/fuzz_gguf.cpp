@@ -9,7 +9,9 @@
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/model_gguf.h>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace gpuplan::fuzz {
+
+int gguf(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
     const auto h = gpuplan::gguf_file::parse_header(bytes, "fuzz");
@@ -27,3 +29,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace gpuplan::fuzz

@@ -8,7 +8,9 @@
 #include <gpuplan/memory/training.h>
 #include <gpuplan/model_hf.h>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace gpuplan::fuzz {
+
+int hf_config(const std::uint8_t* data, std::size_t size) {
   const auto j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return 0;
   try {
@@ -27,3 +29,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace gpuplan::fuzz

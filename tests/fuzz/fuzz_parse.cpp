@@ -6,7 +6,9 @@
 
 #include <gpuplan/parse.h>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace gpuplan::fuzz {
+
+int parse(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto finite = [](double v) {
     if (!std::isfinite(v) || v < 0) std::abort();
@@ -25,3 +27,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const gpuplan::Error&) {}
   return 0;
 }
+
+}  // namespace gpuplan::fuzz

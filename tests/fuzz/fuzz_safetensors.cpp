@@ -6,7 +6,9 @@
 
 #include <gpuplan/checkpoint.h>
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+namespace gpuplan::fuzz {
+
+int safetensors(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
     const auto h = gpuplan::safetensors::parse_file_prefix(bytes, "fuzz", size);
@@ -17,3 +19,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace gpuplan::fuzz

@@ -27,37 +27,40 @@ case "${1:-run}" in
     cmake --build build -j "$jobs" --target gpuplan_cli
     ./build/gpuplan train --params 7B --precision bf16 ;;
   test)
-    # Two builds at once, each with every core: the Release build (the product, the benchmarks, and the tests that
-    # run its binary: accuracy, docs, golden outputs, packaging, the web page) and the same code built with clang
-    # under AddressSanitizer + UndefinedBehaviorSanitizer (the Catch2 suite, the CLI tests again, and the libFuzzer
-    # targets run for a bounded time from their seed corpus). The Catch2 suite is built once, there: sanitized, it
-    # checks more than it would in Release. Running both builds together keeps the cores busy through each one's
-    # single-threaded links and the web page's optimiser.
-    # -O1 and line tables only, as the sanitizers' documentation suggests: stack traces keep file:line, and the
-    # build takes ~30 % less than at RelWithDebInfo's -O2 -g (the CLI's larger unit 79 → 64 s).
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGPUPLAN_TESTS=ON -DGPUPLAN_UNIT_TESTS=OFF >/dev/null
+    # Two trees built and tested side by side, each with every core: the work is CPU-bound, and either one alone
+    # leaves cores idle in its single-threaded links, the web page's optimiser and its longest tests.
+    #   build/       Release: the binary, the benchmarks, the web page, and every test of the binary as a process
+    #                (accuracy, generated docs, golden outputs, schema, packaging, bad input, the page in Chromium).
+    #   build-asan/  clang with AddressSanitizer + UndefinedBehaviorSanitizer: the Catch2 suite (built only here:
+    #                sanitized, it checks more than it would in Release), the golden outputs in-process, the CLI's
+    #                process tests, and the libFuzzer targets for a bounded time from their seed corpus.
+    # Both compile the CLI as one unit (the least CPU). The sanitizer tree at -O1 with line tables only, as the
+    # sanitizers' documentation suggests: stack traces keep file:line, and it builds ~30 % faster than at -O2 -g.
+    # It leaves to the Release tree the checks that score, print or validate numbers (docs.*, calibration.*,
+    # time.*, engines.*, schema.*): its golden outputs run every measured case, the engine profiles and large
+    # layouts with --tokens through the same CLI paths, in full, and its unit tests every engine's estimator. Nor
+    # packaging (a build of a consumer project: no sanitized code runs in it).
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGPUPLAN_TESTS=ON -DGPUPLAN_UNIT_TESTS=OFF -DGPUPLAN_CLI_UNITS=1 \
+      >/dev/null
     cmake -S . -B build-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-      -DGPUPLAN_SANITIZE=ON -DGPUPLAN_FUZZ=ON -DGPUPLAN_UNIT_TESTS=ON -DGPUPLAN_BENCH=OFF >/dev/null
-    cmake --build build -j "$jobs" >build/build.log 2>&1 &
-    release_build=$!
-    cmake --build build-asan -j "$jobs" >build-asan/build.log 2>&1 &
-    asan_build=$!
-    trap 'kill "$release_build" "$asan_build" 2>/dev/null || true' EXIT
-    status=0
-    wait "$release_build" || status=$?
-    cat build/build.log
-    ((status == 0)) || exit "$status"
-    ctest --test-dir build --output-on-failure -j "$jobs"
-    wait "$asan_build" || status=$?
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DGPUPLAN_SANITIZE=ON -DGPUPLAN_FUZZ=ON \
+      -DGPUPLAN_UNIT_TESTS=ON -DGPUPLAN_BENCH=OFF -DGPUPLAN_CLI_UNITS=1 >/dev/null
+    echo "building and testing build/ and build-asan/ side by side (logs: build/test.log, build-asan/test.log)"
+    (cmake --build build -j "$jobs" && ctest --test-dir build --output-on-failure -j "$jobs") >build/test.log 2>&1 &
+    release=$!
+    (cmake --build build-asan -j "$jobs" &&
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(docs|calibration|time|engines|schema|packaging)[.]') \
+      >build-asan/test.log 2>&1 &
+    asan=$!
+    trap 'kill "$release" "$asan" 2>/dev/null || true' EXIT
+    release_status=0 asan_status=0
+    wait "$release" || release_status=$?
+    wait "$asan" || asan_status=$?
     trap - EXIT
-    cat build-asan/build.log
-    ((status == 0)) || exit "$status"
-    # Not the checks that score, print or validate numbers the Release pass just checked (docs.*, calibration.*,
-    # time.*, engines.*, schema.*): the golden outputs run every measured case, the engine profiles and large
-    # layouts with --tokens through the same CLI paths here, in full, and the unit tests every engine's estimator.
-    # Nor packaging (a build of a consumer project: no sanitized code runs in it).
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(docs|calibration|time|engines|schema|packaging)[.]'
+    echo "== build/ (Release)"; cat build/test.log
+    echo "== build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"; cat build-asan/test.log
+    ((release_status == 0)) || exit "$release_status"
+    exit "$asan_status"
     ;;
   *) echo "usage: tools/bootstrap.sh [run|test]" >&2; exit 2 ;;
 esac

@@ -75,8 +75,9 @@ TEST_CASE("CachingAllocatorModel: equal sizes go lowest block first; a merged bl
 
 namespace {
 // CUDACachingAllocator's rules written the slow, obvious way: every free block scanned for the smallest (size,
-// address) that fits, segments as lists in address order. Handles are numbered as the model numbers them (a new
-// segment's block, then a split's remainder), and a merged block keeps the lower one's.
+// address) that fits, segments as lists in address order. Handles are numbered as the model orders its blocks
+// (CachingAllocatorModel::order: a new segment's block, then a split's remainder), and a merged block keeps the
+// lower one's.
 class ReferenceAllocator {
  public:
   std::uint32_t malloc(double bytes, int stream) {
@@ -165,20 +166,20 @@ TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference ov
   for (int trial = 0; trial < 4; ++trial) {
     CachingAllocatorModel model;
     ReferenceAllocator ref;
-    std::vector<std::uint32_t> live;
+    std::vector<std::pair<CachingAllocatorModel::Handle, std::uint32_t>> live;  // (model's slot, reference's)
     for (int op = 0; op < 3000; ++op) {
       if (!live.empty() && rng() % 3 == 0) {
         const std::size_t i = rng() % live.size();
-        model.free(live[i]);
-        ref.free(live[i]);
+        model.free(live[i].first);
+        ref.free(live[i].second);
         live[i] = live.back();
         live.pop_back();
       } else {
         const double bytes = sizes[rng() % sizes.size()];
         const int stream = int(rng() % 4 == 0);
         const auto m = model.malloc(bytes, stream), r = ref.malloc(bytes, stream);
-        REQUIRE(m == r);
-        live.push_back(m);
+        REQUIRE(model.order(m) == r);  // the same block: the model's slots are reused, its order is not
+        live.emplace_back(m, r);
       }
       REQUIRE(model.peak_reserved() == ref.peak_reserved());
       REQUIRE(model.peak_allocated() == ref.peak_allocated());

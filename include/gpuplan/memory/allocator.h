@@ -15,7 +15,7 @@ namespace gpuplan {
 
 class CachingAllocatorModel {
  public:
-  using Handle = std::uint32_t;  // a block's index (a step's requests are bounded far below 2^31)
+  using Handle = std::uint32_t;  // a block's slot (a step's requests are bounded far below 2^31)
 
   // Constants of CUDACachingAllocator.cpp (PyTorch 2.x).
   static constexpr std::uint64_t kMinBlockSize = 512;             // all sizes are rounded to 512 B
@@ -53,8 +53,9 @@ class CachingAllocatorModel {
     return b;
   }
 
+  // Each handle is freed once: a freed block's slot may already hold another block.
   void free(Handle b) {
-    if (b == none || blocks_[b].free) return;
+    if (b == none) return;  // nothing was allocated
     allocated_ -= blocks_[b].size;
     blocks_[b].free = true;
     // Merge with free neighbours in the same segment.
@@ -66,7 +67,7 @@ class CachingAllocatorModel {
       blocks_[lo].size += blocks_[hi].size;
       blocks_[lo].next = blocks_[hi].next;
       if (blocks_[hi].next != none) blocks_[blocks_[hi].next].prev = lo;
-      blocks_[hi].size = 0;
+      dead_.push_back(hi);
       b = lo;
     }
     insert_free(b);
@@ -78,12 +79,16 @@ class CachingAllocatorModel {
   // fragmentation).
   double reserve() const { return std::max(0.0, peak_reserved() - peak_allocated()); }
   static constexpr Handle none = ~Handle(0);
+  // A block's rank in address order as the model keeps it: blocks are numbered as they are made (segments in the
+  // order they are allocated, then each split's remainder), and the lower number stands for the lower address.
+  std::uint32_t order(Handle b) const { return blocks_[b].order; }
 
  private:
-  struct Block {  // 24 bytes: a replay keeps tens of thousands
+  struct Block {  // 24 bytes
     std::uint64_t size = 0;
     Handle prev = none, next = none;
-    int stream = 0;
+    std::uint32_t order = 0;
+    std::uint8_t stream = 0;
     bool small = false;
     bool free = true;
   };
@@ -91,16 +96,17 @@ class CachingAllocatorModel {
   // Free blocks by pool (small or large, stream), ordered as PyTorch's BlockComparator orders a pool — by (stream,
   // size, address) — and a request takes the first block at or above its size. A step has thousands of free blocks,
   // and splits keep making new sizes, so a pool files its blocks by size class — a size's octave cut in 16, as in
-  // TLSF (Masmano et al., ECRTS 2004) — each class an array of (size, block) kept sorted, with a bitmap of the
-  // classes that hold any: a request looks in its own class, then jumps to the next class that holds a block. The
-  // lower handle stands for the lower address (blocks are numbered as they are made, segments in the order they are
-  // allocated). A class is sorted from the last block to be taken to the first, so that taking one — often one of
-  // many equal sizes, e.g. a layer's tensor freed in every layer — removes it from the end, not the front.
+  // TLSF (Masmano et al., ECRTS 2004) — each class an array of (size, order, block) kept sorted, with a bitmap of
+  // the classes that hold any: a request looks in its own class, then jumps to the next class that holds a block
+  // (order() stands for the address). A class is sorted from the last block to be taken to the first, so that
+  // taking one — often one of many equal sizes, e.g. a layer's tensor freed in every layer — removes it from the
+  // end, not the front.
   struct Entry {
     std::uint64_t size;
+    std::uint32_t order;
     Handle block;
     // Taken later: the larger size, then the higher address.
-    static bool later(const Entry& a, const Entry& b) { return a.size > b.size || (a.size == b.size && a.block > b.block); }
+    static bool later(const Entry& a, const Entry& b) { return a.size > b.size || (a.size == b.size && a.order > b.order); }
   };
   // Sizes in units of 512 B (kMinBlockSize), below 2^51 of them (round_size clamps at 2^60 B): the 2^5 smallest
   // have a class each, then each octave [2^k, 2^(k+1)) is cut in 2^4 by the 4 bits after its leading one (16 per
@@ -160,7 +166,7 @@ class CachingAllocatorModel {
     Pool& p = pool(blk.small, blk.stream);
     const int c = size_class(blk.size);
     auto& v = p.classes[c];
-    const Entry e{blk.size, b};
+    const Entry e{blk.size, blk.order, b};
     v.insert(std::upper_bound(v.begin(), v.end(), e, Entry::later), e);
     p.mark(c, true);
   }
@@ -169,7 +175,7 @@ class CachingAllocatorModel {
     Pool& p = pool(blk.small, blk.stream);
     const int c = size_class(blk.size);
     auto& v = p.classes[c];
-    v.erase(std::lower_bound(v.begin(), v.end(), Entry{blk.size, b}, Entry::later));
+    v.erase(std::lower_bound(v.begin(), v.end(), Entry{blk.size, blk.order, b}, Entry::later));
     if (v.empty()) p.mark(c, false);
   }
 
@@ -180,16 +186,28 @@ class CachingAllocatorModel {
     const auto b = clamped <= 0 ? std::uint64_t(1) : std::uint64_t(clamped + 0.5);
     return b < kMinBlockSize ? kMinBlockSize : round_up(b, kMinBlockSize);
   }
+  // A block in a free slot: merged blocks leave theirs to reuse, so a replay keeps as many slots as it ever has
+  // blocks at once rather than one per block it ever made (a 405B serving replay: ~600 against ~17,000, whose
+  // fresh pages were a third of the process's time).
   Handle new_block(std::uint64_t size, bool small, int stream) {
     Block blk;
     blk.size = size;
+    blk.order = made_++;
     blk.small = small;
-    blk.stream = stream;
-    blocks_.push_back(blk);
-    return Handle(blocks_.size() - 1);
+    blk.stream = std::uint8_t(std::size_t(stream) % kStreams);  // its pool's
+    if (dead_.empty()) {
+      blocks_.push_back(blk);
+      return Handle(blocks_.size() - 1);
+    }
+    const Handle h = dead_.back();
+    dead_.pop_back();
+    blocks_[h] = blk;
+    return h;
   }
 
   std::vector<Block> blocks_;
+  std::vector<Handle> dead_;  // slots of merged blocks
+  std::uint32_t made_ = 0;    // blocks made so far
   Pool pools_[2 * kStreams];               // by (small, stream)
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
 #include <vector>
 
@@ -24,6 +25,32 @@ class CachingAllocatorModel {
   static constexpr std::uint64_t kMinLargeAlloc = 10 << 20;       // 1–10 MiB requests get 20 MiB segments
   static constexpr std::uint64_t kLargeBuffer = 20 << 20;
   static constexpr std::uint64_t kRoundLarge = 2 << 20;           // larger segments are rounded to 2 MiB
+
+  // A model takes over the storage the last one on its thread left, emptied, and leaves its own when it ends: a
+  // process replays many steps (the fit table, the planner), and its fresh pages cost more than the replay's work
+  // (~10 µs a page on the VM we measure on), so only the largest replay touches new ones.
+  CachingAllocatorModel() {
+    Storage& s = spare();
+    blocks_.swap(s.blocks);
+    dead_.swap(s.dead);
+    for (std::size_t i = 0; i < std::size(pools_); ++i) pools_[i].classes.swap(s.classes[i]);
+  }
+  ~CachingAllocatorModel() {
+    Storage& s = spare();
+    if (s.blocks.capacity() > 0) return;  // another model's storage is there already
+    blocks_.clear();
+    dead_.clear();
+    blocks_.swap(s.blocks);
+    dead_.swap(s.dead);
+    for (std::size_t i = 0; i < std::size(pools_); ++i) {
+      pools_[i].clear();
+      pools_[i].classes.swap(s.classes[i]);
+    }
+  }
+  CachingAllocatorModel(const CachingAllocatorModel&) = default;
+  CachingAllocatorModel(CachingAllocatorModel&&) = default;
+  CachingAllocatorModel& operator=(const CachingAllocatorModel&) = default;
+  CachingAllocatorModel& operator=(CachingAllocatorModel&&) = default;
 
   Handle malloc(double bytes, int stream = 0) {
     if (bytes <= 0) return none;  // nothing to allocate (a tensor this rank does not hold)
@@ -135,6 +162,11 @@ class CachingAllocatorModel {
       if (on) filled[c / 64] |= std::uint64_t(1) << (c % 64);
       else filled[c / 64] &= ~(std::uint64_t(1) << (c % 64));
     }
+    void clear() {  // empties the classes that hold blocks, keeping their storage
+      for (std::size_t w = 0; w < std::size(filled); ++w)
+        for (; filled[w] != 0; filled[w] &= filled[w] - 1)
+          classes[w * 64 + std::size_t(std::countr_zero(filled[w]))].clear();
+    }
   };
   static constexpr std::size_t kStreams = 8;  // streams modelled: FSDP2's use 0 and 1
   Pool& pool(bool small, int stream) {
@@ -208,7 +240,17 @@ class CachingAllocatorModel {
   std::vector<Block> blocks_;
   std::vector<Handle> dead_;  // slots of merged blocks
   std::uint32_t made_ = 0;    // blocks made so far
-  Pool pools_[2 * kStreams];               // by (small, stream)
+  Pool pools_[2 * kStreams];  // by (small, stream)
+
+  struct Storage {  // a model's vectors, between models
+    std::vector<Block> blocks;
+    std::vector<Handle> dead;
+    std::vector<std::vector<Entry>> classes[2 * kStreams];
+  };
+  static Storage& spare() {
+    thread_local Storage s;
+    return s;
+  }
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
 

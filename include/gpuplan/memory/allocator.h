@@ -56,16 +56,17 @@ class CachingAllocatorModel {
     if (bytes <= 0) return none;  // nothing to allocate (a tensor this rank does not hold)
     const std::uint64_t size = round_size(bytes);
     const bool small = size <= kSmallSize;
-    Handle b = take_free(small, stream, size);
+    const std::uint8_t pool = std::uint8_t(std::size_t(small) * kStreams + std::size_t(stream) % kStreams);
+    Handle b = take_free(pool, size);
     if (b == none) {
       const std::uint64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : round_up(size, kRoundLarge);
-      b = new_block(seg, small, stream);
+      b = new_block(seg, pool);
       reserved_ += seg;
     }
     // Split when the remainder is worth keeping (CUDACachingAllocator::should_split).
     const std::uint64_t rest = blocks_[b].size - size;
     if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) {
-      const Handle r = new_block(rest, small, blocks_[b].stream);
+      const Handle r = new_block(rest, pool);
       blocks_[r].prev = b;
       blocks_[r].next = blocks_[b].next;
       if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = r;
@@ -115,8 +116,8 @@ class CachingAllocatorModel {
     std::uint64_t size = 0;
     Handle prev = none, next = none;
     std::uint32_t order = 0;
-    std::uint8_t stream = 0;
-    bool small = false;
+    std::uint16_t size_class = 0;  // while free: the class it is filed in
+    std::uint8_t pool = 0;         // pools_ index: (small, stream)
     bool free = true;
   };
 
@@ -169,14 +170,10 @@ class CachingAllocatorModel {
     }
   };
   static constexpr std::size_t kStreams = 8;  // streams modelled: FSDP2's use 0 and 1
-  Pool& pool(bool small, int stream) {
-    Pool& p = pools_[std::size_t(small) * kStreams + std::size_t(stream) % kStreams];
-    if (p.classes.empty()) p.classes.resize(kClasses);
-    return p;
-  }
 
-  Handle take_free(bool small, int stream, std::uint64_t size) {
-    Pool& p = pool(small, stream);
+  Handle take_free(std::uint8_t pool, std::uint64_t size) {
+    Pool& p = pools_[pool];
+    if (p.classes.empty()) return none;  // the pool has never held a free block
     int c = size_class(size);
     std::vector<Entry>* from = &p.classes[c];
     // The blocks at or above the size are a prefix of the class; the last of them is the one to take.
@@ -194,9 +191,11 @@ class CachingAllocatorModel {
     return b;
   }
   void insert_free(Handle b) {
-    const Block& blk = blocks_[b];
-    Pool& p = pool(blk.small, blk.stream);
+    Block& blk = blocks_[b];
+    Pool& p = pools_[blk.pool];
+    if (p.classes.empty()) p.classes.resize(kClasses);
     const int c = size_class(blk.size);
+    blk.size_class = std::uint16_t(c);
     auto& v = p.classes[c];
     const Entry e{blk.size, blk.order, b};
     v.insert(std::upper_bound(v.begin(), v.end(), e, Entry::later), e);
@@ -204,8 +203,8 @@ class CachingAllocatorModel {
   }
   void erase_free(Handle b) {
     const Block& blk = blocks_[b];
-    Pool& p = pool(blk.small, blk.stream);
-    const int c = size_class(blk.size);
+    Pool& p = pools_[blk.pool];
+    const int c = blk.size_class;
     auto& v = p.classes[c];
     v.erase(std::lower_bound(v.begin(), v.end(), Entry{blk.size, blk.order, b}, Entry::later));
     if (v.empty()) p.mark(c, false);
@@ -221,12 +220,11 @@ class CachingAllocatorModel {
   // A block in a free slot: merged blocks leave theirs to reuse, so a replay keeps as many slots as it ever has
   // blocks at once rather than one per block it ever made (a 405B serving replay: ~600 against ~17,000, whose
   // fresh pages were a third of the process's time).
-  Handle new_block(std::uint64_t size, bool small, int stream) {
+  Handle new_block(std::uint64_t size, std::uint8_t pool) {
     Block blk;
     blk.size = size;
     blk.order = made_++;
-    blk.small = small;
-    blk.stream = std::uint8_t(std::size_t(stream) % kStreams);  // its pool's
+    blk.pool = pool;
     if (dead_.empty()) {
       blocks_.push_back(blk);
       return Handle(blocks_.size() - 1);

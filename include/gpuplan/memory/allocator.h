@@ -28,7 +28,7 @@ class CachingAllocatorModel {
 
   // A model takes over the storage the last one on its thread left, emptied, and leaves its own when it ends: a
   // process replays many steps (the fit table, the planner), and its fresh pages cost more than the replay's work
-  // (~10 µs a page on the VM we measure on), so only the largest replay touches new ones.
+  // (7–11 µs a page on the VM we measure on), so only the largest replay touches new ones.
   CachingAllocatorModel() {
     Storage& s = spare();
     blocks_.swap(s.blocks);

@@ -223,3 +223,60 @@ TEST_CASE("CachingAllocatorModel: a model on storage another left answers as a f
   CHECK(inner == fresh);
   CHECK(after == fresh);
 }
+
+TEST_CASE("CachingAllocatorModel: a batch freed at once leaves the state freeing each request would", "[allocator]") {
+  // From a fragmented state, a batch of requests (some carved from cached blocks, some adding segments), then
+  // either free_batch or a free of each request in a random order; afterwards both models must make the same
+  // choices (the block each request gets, in address order) and peaks over a random sequence.
+  std::mt19937_64 rng(20261124);
+  std::vector<double> sizes;
+  for (int i = 0; i < 200; ++i) sizes.push_back(std::floor(std::exp2(std::uniform_real_distribution<>(8, 30)(rng))));
+  int carved_from_cache = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    CachingAllocatorModel batch;
+    std::vector<CachingAllocatorModel::Handle> live;
+    for (int op = 0; op < 400; ++op) {
+      if (!live.empty() && rng() % 3 == 0) {
+        const std::size_t i = rng() % live.size();
+        batch.free(live[i]);
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        live.push_back(batch.malloc(sizes[rng() % sizes.size()], int(rng() % 4 == 0)));
+      }
+    }
+    CachingAllocatorModel each = batch;
+    const double reserved = batch.peak_reserved();
+    batch.begin_batch();
+    std::vector<CachingAllocatorModel::Handle> a, b;
+    for (int i = 0; i < 1 + int(rng() % 60); ++i) {
+      const double bytes = sizes[rng() % sizes.size()];
+      const int stream = int(rng() % 4 == 0);
+      a.push_back(batch.malloc(bytes, stream));
+      b.push_back(each.malloc(bytes, stream));
+      REQUIRE(batch.order(a.back()) == each.order(b.back()));
+    }
+    if (batch.peak_reserved() == reserved) ++carved_from_cache;
+    batch.free_batch();
+    std::shuffle(b.begin(), b.end(), rng);
+    for (auto h : b) each.free(h);
+    std::vector<std::pair<CachingAllocatorModel::Handle, CachingAllocatorModel::Handle>> after;
+    for (int op = 0; op < 300; ++op) {
+      if (!after.empty() && rng() % 3 == 0) {
+        const std::size_t i = rng() % after.size();
+        batch.free(after[i].first);
+        each.free(after[i].second);
+        after[i] = after.back();
+        after.pop_back();
+      } else {
+        const double bytes = sizes[rng() % sizes.size()];
+        const int stream = int(rng() % 4 == 0);
+        after.emplace_back(batch.malloc(bytes, stream), each.malloc(bytes, stream));
+        REQUIRE(batch.order(after.back().first) == each.order(after.back().second));
+      }
+      REQUIRE(batch.peak_reserved() == each.peak_reserved());
+      REQUIRE(batch.peak_allocated() == each.peak_allocated());
+    }
+  }
+  CHECK(carved_from_cache > 5);  // batches served wholly from cached blocks, not only from new segments
+}

@@ -62,6 +62,9 @@ class CachingAllocatorModel {
       const std::uint64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : round_up(size, kRoundLarge);
       b = new_block(seg, pool);
       reserved_ += seg;
+      if (batch_) carved_.push_back({b, seg, none});
+    } else if (batch_ && blocks_[b].order < batch_since_) {
+      carved_.push_back({b, blocks_[b].size, blocks_[b].next});
     }
     // Split when the remainder is worth keeping (CUDACachingAllocator::should_split).
     const std::uint64_t rest = blocks_[b].size - size;
@@ -99,6 +102,38 @@ class CachingAllocatorModel {
       b = lo;
     }
     insert_free(b);
+  }
+
+  // A batch: requests, then the free of every block they made, with nothing between (an optimizer step's
+  // temporaries). Freeing them one by one leaves each free block they were carved from whole again, merged back to
+  // its old extent (its neighbours were in use, or it would have merged with them), and each segment they added as
+  // one free block: free_batch puts those back directly, one free-list insert per block carved from instead of a
+  // merge per request.
+  void begin_batch() {
+    batch_ = true;
+    batch_since_ = made_;
+    carved_.clear();
+  }
+  void free_batch() {
+    for (const Carved& c : carved_) {
+      std::uint64_t freed = blocks_[c.block].size;  // the first request's part keeps the block's slot
+      for (Handle b = blocks_[c.block].next; b != c.next;) {
+        const Handle after = blocks_[b].next;
+        if (blocks_[b].free) erase_free(b);
+        else freed += blocks_[b].size;
+        dead_.push_back(b);
+        b = after;
+      }
+      allocated_ -= freed;
+      Block& whole = blocks_[c.block];
+      whole.size = c.size;
+      whole.next = c.next;
+      whole.free = true;
+      if (c.next != none) blocks_[c.next].prev = c.block;
+      insert_free(c.block);
+    }
+    carved_.clear();
+    batch_ = false;
   }
 
   double peak_reserved() const { return double(peak_reserved_); }
@@ -238,6 +273,16 @@ class CachingAllocatorModel {
   std::vector<Block> blocks_;
   std::vector<Handle> dead_;  // slots of merged blocks
   std::uint32_t made_ = 0;    // blocks made so far
+  // In a batch: each block requests were carved from — a free block older than the batch, or a segment it added —
+  // with the size and next neighbour it had then.
+  struct Carved {
+    Handle block;
+    std::uint64_t size;
+    Handle next;
+  };
+  std::vector<Carved> carved_;
+  bool batch_ = false;
+  std::uint32_t batch_since_ = 0;  // made_ when the batch began
   Pool pools_[2 * kStreams];  // by (small, stream)
 
   struct Storage {  // a model's vectors, between models
@@ -278,6 +323,11 @@ struct AllocationTimeline {
   void free(Id id) {
     if (id != none) events.push_back({0.0, id, 0, false, phase});
   }
+  // A batch (CachingAllocatorModel::begin_batch) is recorded as its requests and their frees in order.
+  void begin_batch() {}
+  void free_batch(const std::vector<Id>& ids) {
+    for (Id id : ids) free(id);
+  }
 };
 
 // The same requests fed straight to the allocator model, for an estimate: nothing is recorded, so a step's tens of
@@ -291,6 +341,9 @@ class ReplayedAllocations {
 
   Id malloc(double bytes, int stream = 0) { return model_.malloc(bytes, stream); }
   void free(Id id) { model_.free(id); }
+  // ids: every request since begin_batch(), and nothing else came since.
+  void begin_batch() { model_.begin_batch(); }
+  void free_batch(const std::vector<Id>&) { model_.free_batch(); }
   double reserve() const { return model_.reserve(); }
 
  private:

@@ -278,9 +278,10 @@ class TrainingAllocations {
     double total_grad = 0;
     for (double x : grad_bytes_) total_grad += x;
     std::vector<Id> temps;
+    A_.begin_batch();
     if (t_.step_temp > 0 && total_grad > 0)
       for (double x : grad_bytes_) temps.push_back(A_.malloc(t_.step_temp * x / total_grad));  // one per parameter
-    for (Id x : temps) A_.free(x);
+    A_.free_batch(temps);
     for (Id x : grads_) A_.free(x);
     grads_.clear();
     grad_bytes_.clear();

@@ -2,10 +2,11 @@
 // for transparent huge pages, so a command faults its heap in as one 2 MiB page instead of ~150 pages of 4 KiB.
 //
 // Why: a command lives for a few milliseconds, and on the VMs we measure on a fresh 4 KiB page costs 7–11 µs to
-// fault in (kernel zeroing, page tables, memory-cgroup charge), a huge page ~130 µs. A `train --params 7B` touched
-// 572 KiB of glibc's heap, 143 faults: a fifth of its time. Where the kernel gives no huge page (THP set to `never`,
-// or none free) the arena is not used: on 4 KiB pages its size classes touched more pages than glibc's heap (7B
-// `train` 296 faults against 255).
+// fault in (kernel zeroing, page tables, memory-cgroup charge), a huge page ~130 µs (when none is free the kernel may
+// compact memory first: one first touch in 30 took 3.5 ms here). A `train --params 7B` touched 572 KiB of glibc's
+// heap, 143 faults: a fifth of its time. Where the kernel gives no huge page (THP set to `never`, or none free) the
+// arena is not used: on 4 KiB pages its size classes touched more pages than glibc's heap (7B `train` 296 faults
+// against 255).
 // The general-purpose allocators Debian packages were slower for a process this short, measured through LD_PRELOAD
 // on the same 7B `train` (2026-11-24, medians of 80 runs): glibc 9.06 ms, this arena (as a preload) 7.35,
 // mimalloc 2.0.9 with large OS pages 8.00 (its own start-up and library load), jemalloc 5.3 with thp:always

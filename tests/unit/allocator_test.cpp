@@ -155,6 +155,30 @@ class ReferenceAllocator {
   std::uint32_t next_ = 0;
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
 };
+
+using Live = std::vector<std::pair<std::uint32_t, std::uint32_t>>;  // blocks both allocators hold, by their handles
+
+// One random step of two allocators in lockstep: a third of the steps free a random block both hold, the rest make
+// the same request of both (a size from `sizes`, one stream in four the second), and `same` checks they answered
+// with the same block; their peaks must agree after every step.
+template <class A, class B, class Same>
+void lockstep(std::mt19937_64& rng, const std::vector<double>& sizes, A& a, B& b, Live& live, Same same) {
+  if (!live.empty() && rng() % 3 == 0) {
+    const std::size_t i = rng() % live.size();
+    a.free(live[i].first);
+    b.free(live[i].second);
+    live[i] = live.back();
+    live.pop_back();
+  } else {
+    const double bytes = sizes[rng() % sizes.size()];
+    const int stream = int(rng() % 4 == 0);
+    const auto x = a.malloc(bytes, stream), y = b.malloc(bytes, stream);
+    REQUIRE(same(x, y));
+    live.emplace_back(x, y);
+  }
+  REQUIRE(a.peak_reserved() == b.peak_reserved());
+  REQUIRE(a.peak_allocated() == b.peak_allocated());
+}
 }  // namespace
 
 TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference over random steps", "[allocator]") {
@@ -167,24 +191,10 @@ TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference ov
   for (int trial = 0; trial < 4; ++trial) {
     CachingAllocatorModel model;
     ReferenceAllocator ref;
-    std::vector<std::pair<CachingAllocatorModel::Handle, std::uint32_t>> live;  // (model's slot, reference's)
-    for (int op = 0; op < 3000; ++op) {
-      if (!live.empty() && rng() % 3 == 0) {
-        const std::size_t i = rng() % live.size();
-        model.free(live[i].first);
-        ref.free(live[i].second);
-        live[i] = live.back();
-        live.pop_back();
-      } else {
-        const double bytes = sizes[rng() % sizes.size()];
-        const int stream = int(rng() % 4 == 0);
-        const auto m = model.malloc(bytes, stream), r = ref.malloc(bytes, stream);
-        REQUIRE(model.order(m) == r);  // the same block: the model's slots are reused, its order is not
-        live.emplace_back(m, r);
-      }
-      REQUIRE(model.peak_reserved() == ref.peak_reserved());
-      REQUIRE(model.peak_allocated() == ref.peak_allocated());
-    }
+    Live live;  // (model's slot, reference's)
+    // The same block: the model's slots are reused, its order is not.
+    auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
+    for (int op = 0; op < 3000; ++op) lockstep(rng, sizes, model, ref, live, same);
   }
 }
 
@@ -260,23 +270,9 @@ TEST_CASE("CachingAllocatorModel: a batch freed at once leaves the state freeing
     batch.free_batch();
     std::shuffle(b.begin(), b.end(), rng);
     for (auto h : b) each.free(h);
-    std::vector<std::pair<CachingAllocatorModel::Handle, CachingAllocatorModel::Handle>> after;
-    for (int op = 0; op < 300; ++op) {
-      if (!after.empty() && rng() % 3 == 0) {
-        const std::size_t i = rng() % after.size();
-        batch.free(after[i].first);
-        each.free(after[i].second);
-        after[i] = after.back();
-        after.pop_back();
-      } else {
-        const double bytes = sizes[rng() % sizes.size()];
-        const int stream = int(rng() % 4 == 0);
-        after.emplace_back(batch.malloc(bytes, stream), each.malloc(bytes, stream));
-        REQUIRE(batch.order(after.back().first) == each.order(after.back().second));
-      }
-      REQUIRE(batch.peak_reserved() == each.peak_reserved());
-      REQUIRE(batch.peak_allocated() == each.peak_allocated());
-    }
+    Live after;
+    auto same = [&](std::uint32_t x, std::uint32_t y) { return batch.order(x) == each.order(y); };
+    for (int op = 0; op < 300; ++op) lockstep(rng, sizes, batch, each, after, same);
   }
   CHECK(carved_from_cache > 5);  // batches served wholly from cached blocks, not only from new segments
 }

@@ -1,6 +1,7 @@
 // The gpuplan binary's operator new and delete: served from the Arena of process_heap.h, in a 2 MiB-aligned range
-// backed by a transparent huge page (see there why), else by malloc as usual. Only the thread that allocates first uses the arena (the CLI
-// has one thread; a library's helper thread would go to malloc), and requests the arena does not serve go to malloc.
+// backed by a transparent huge page (see there why), else by malloc as usual. Only the thread that allocates first
+// uses the arena (the CLI has one thread; a library's helper thread would go to malloc), and requests the arena does
+// not serve go to malloc.
 // Not built with the sanitizers, which bring their own operator new.
 #include <sys/mman.h>
 
@@ -15,8 +16,9 @@ namespace {
 
 using gpuplan::cli::Arena;
 
-// Address space reserved, not memory: pages are committed as they are touched. A `plan train` reaches ~3 MiB of
-// it; past the end requests go to malloc.
+// Address space reserved, not memory: pages are committed as they are touched. Commands stay in the first huge page
+// (measured: 7B `train` 0.77 MiB, 405B `train` 1.55 MiB, 405B `infer` 0.55 MiB, 70B `plan train` 1.20 MiB); past
+// the end requests go to malloc.
 constexpr std::size_t kReserve = std::size_t(16) << 20;
 constexpr std::size_t kHugePage = std::size_t(2) << 20;  // x86-64's transparent huge page
 

@@ -26,6 +26,8 @@ namespace gpuplan::cli {
 class Arena {
  public:
   static constexpr std::size_t kAlign = 16;
+  // Larger blocks go to malloc: rounding one up by up to a third would spend a huge page on few requests, and no
+  // command asks for one often (its largest are the allocator model's tables and the report's text).
   static constexpr std::size_t kLargest = std::size_t(1) << 20;
   static constexpr int kClasses = 4 + 2 * 14;  // 16–64 B, then (96, 128) … (768 KiB, 1 MiB)
 

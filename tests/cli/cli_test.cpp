@@ -492,6 +492,11 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   CHECK(j["fit"]["fits"] == false);
   r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "8192"});
   CHECK(r.out.find("does NOT start") != std::string::npos);
+  // The budget's base is the device's CUDA total where a log gave it: an RTX 3090 prints total_gpu_memory=23.58GiB
+  // (vllm-project/vllm #10517), 0.42 GiB below nvidia-smi's 24 GiB.
+  r = run_cli({"infer", "--model", "llama-3.2-3b", "--profile", "vllm", "--gpu", "rtx-3090", "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["serving"]["budget_bytes"].get<double>() ==
+        Approx(0.90 * 23.58 * 1073741824.0).epsilon(0.0005));
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--max-num-seqs", "-1"}).code == ExitCode::usage);
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu-memory-utilization", "1.5"}).code ==
         ExitCode::usage);

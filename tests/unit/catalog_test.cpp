@@ -32,6 +32,12 @@ TEST_CASE("builtin_catalog: every entry has a source and sane numbers", "[catalo
     CHECK(d.memory_bandwidth.in(unit::bytes_per_s) > 1e10);
     CHECK(d.memory.in(unit::bytes) >= 8e9);
     if (d.usable_memory) CHECK(d.usable_memory->in(unit::bytes) <= d.memory.in(unit::bytes) * 1.074);  // GiB vs GB
+    // CUDA's total sits a few hundred MiB below the driver's (0.09–0.9 GiB in the logged ones): a figure further
+    // off is a typo or the wrong device.
+    if (d.cuda_total_memory && d.usable_memory) {
+      CHECK(d.cuda_total_memory->in(unit::bytes) < d.usable_memory->in(unit::bytes));
+      CHECK(d.cuda_total_memory->in(unit::bytes) > d.usable_memory->in(unit::bytes) - 1.0 * 1073741824.0);
+    }
     // Dense figures: 16-bit tensor rates at least the fp32 rate, fp8 at least 16-bit, and no device above 10 PFLOP/s
     // dense bf16 (the largest, GB200, is 2.5 PFLOP/s; a 2:4-sparse headline would be double).
     if (d.peak.bf16 && d.peak.fp32) CHECK(*d.peak.bf16 >= *d.peak.fp32);
@@ -61,6 +67,10 @@ TEST_CASE("builtin_catalog: reference figures", "[catalog]") {
   CHECK(*g.peak.bf16 == Approx(165.2e12));
   CHECK(*g.fp16_accumulate.fp16 == Approx(330.3e12));
   CHECK_THROWS_AS(c.get("h900"), InputError);
+  // CUDA totals as users' logs print them (two decimals of GiB): vLLM's budget base.
+  CHECK(c.get("rtx-3090").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(23.58).margin(0.005));
+  CHECK(c.get("a100-80gb").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(79.14).margin(0.005));
+  CHECK(c.get("l40s").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(44.53).margin(0.005));
 }
 
 TEST_CASE("load_catalog: user files override and extend", "[catalog]") {

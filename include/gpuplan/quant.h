@@ -164,7 +164,7 @@ inline double bits_per_weight(WeightFormat f, TensorRole role, std::int64_t laye
                               std::int64_t in_features, std::int64_t group_size = 128, bool gguf_file = false) {
   const double g = double(group_size);
   if (role == TensorRole::norm_or_bias)
-    return f == WeightFormat::fp32 || gguf_file || f >= WeightFormat::q8_0 ? 32 : 16;
+    return f == WeightFormat::fp32 || gguf_file || is_gguf_format(f) ? 32 : 16;
   if (is_gguf_format(f)) return gguf::bits(gguf_tensor_type(f, role, layer, m, in_features));
   const bool emb = role == TensorRole::embedding, out = role == TensorRole::output;
   switch (f) {
@@ -228,9 +228,13 @@ struct StoredWeightBytes {
 inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128, bool gguf_file = false) {
   const ParamInventory inv = param_inventory(s);
   const GgufTraits traits = gguf_traits(s);
+  // MX FP4 checkpoints of MoE models quantize the routed experts alone: gpt-oss ships attention, router,
+  // embeddings and lm_head in bf16 (its quantization_config.modules_to_not_convert).
+  const bool experts_only = f == WeightFormat::mxfp4 && !gguf_file && s.moe.experts > 0;
   WeightBytes w;
   auto bytes = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
-    return Bytes(double(g.numel()) * bits_per_weight(f, role, layer, traits, g.in, group_size, gguf_file) / 8.0);
+    const WeightFormat gf = experts_only && !g.expert ? WeightFormat::bf16 : f;
+    return Bytes(double(g.numel()) * bits_per_weight(gf, role, layer, traits, g.in, group_size, gguf_file) / 8.0);
   };
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
   for (const auto& g : inv.embedding)

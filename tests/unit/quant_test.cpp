@@ -34,9 +34,22 @@ TEST_CASE("weight_bytes: HF quantisation formats keep embeddings and head in 16 
   CHECK(weight_bytes(m, WeightFormat::awq_int4).total().in(unit::bytes) == Approx(lin * (4 + 20.0 / 128) / 8 + (emb + norms) * 2));
   // Group 32 stores four times the scales and zeros of group 128.
   CHECK(weight_bytes(m, WeightFormat::awq_int4, 32).total().in(unit::bytes) == Approx(lin * (4 + 20.0 / 32) / 8 + (emb + norms) * 2));
+  // MX FP4 and NVFP4 of a dense model: every decoder linear, norms in 16 bit (GGUF files alone keep them f32).
+  CHECK(weight_bytes(m, WeightFormat::mxfp4).total().in(unit::bytes) == Approx(lin * 4.25 / 8 + (emb + norms) * 2));
+  CHECK(weight_bytes(m, WeightFormat::nvfp4).total().in(unit::bytes) == Approx(lin * 4.5 / 8 + (emb + norms) * 2));
   // Quantised never needs more than unquantised.
   for (const auto& f : weight_format_names)
     if (f.value != WeightFormat::fp32) CHECK(weight_bytes(m, f.value).total() <= weight_bytes(m, WeightFormat::bf16).total());
+}
+
+TEST_CASE("weight_bytes: an MX FP4 MoE checkpoint quantizes the routed experts alone, as gpt-oss ships", "[quant]") {
+  // gpt-oss-20b: 24 layers × 32 experts × (gate_up 2·2880×2880 + down 2880×2880) = 19,110,297,600 expert weights
+  // in MXFP4 (4.25 bits); the other 1,804,459,584 parameters (attention, router, biases, embeddings, head) bf16:
+  // 13,761,264,768 B (HF's checkpoint is 13.8 GB). vLLM 0.19 logged 7.01 GiB per GPU at TP 2 against these
+  // 6.41: its Hopper MXFP4 kernels' layout (tests/data/engines/vllm.jsonl).
+  const ModelSpec& m = find_preset("gpt-oss-20b").spec;
+  const double experts = 24.0 * 32 * 3 * 2880 * 2880, rest = 20'914'757'184.0 - experts;
+  CHECK(weight_bytes(m, WeightFormat::mxfp4).total().in(unit::bytes) == Approx(experts * 4.25 / 8 + rest * 2));
 }
 
 TEST_CASE("KV cache: MLA latent under vLLM, alternating windows, quantised KV", "[memory][inference]") {

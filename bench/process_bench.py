@@ -49,6 +49,9 @@ def main(argv):
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 40
     only = [argv[i + 1] for i, a in enumerate(argv) if a == "--only" and i + 1 < len(argv)]
     commands = [c for c in COMMANDS if not only or any(w in c for w in only)]
+    if not commands:
+        print(f"process_bench: no command has any of the words {only} (--only matches whole words)", file=sys.stderr)
+        return 2
     base = empty_program()
     times = {i: [] for i in range(len(commands))}
     empty = []

@@ -174,7 +174,7 @@ def markdown(rows, summ):
               "cache, budget and block arithmetic are mechanisms read from vLLM's source, not fitted. All logs are",
               "from H100s (vLLM 0.18–0.19, llm-d-planner's accuracy campaign). Other GPUs budget from their CUDA totals",
               "as users' logs print them (`cuda_total_memory_bytes` in the catalog, with sources: H100, H200, A100 40/80GB,",
-              "L40S, A10G, T4, RTX 3090/4090: 0.09–0.9 GiB below nvidia-smi's), else from the driver's total (said so).", "",
+              "L40S, A10G, T4, RTX 3090/4090: 0.3–0.9 GiB below nvidia-smi's), else from the driver's total (said so).", "",
               "## SGLang", "",
               "Profile `sglang` follows `server_args._handle_gpu_memory_settings` (v0.5.4 on) and",
               "`profile_max_num_token` (`include/gpuplan/memory/sglang.h`): mem_fraction_static of the memory free",

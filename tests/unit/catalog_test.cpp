@@ -32,7 +32,7 @@ TEST_CASE("builtin_catalog: every entry has a source and sane numbers", "[catalo
     CHECK(d.memory_bandwidth.in(unit::bytes_per_s) > 1e10);
     CHECK(d.memory.in(unit::bytes) >= 8e9);
     if (d.usable_memory) CHECK(d.usable_memory->in(unit::bytes) <= d.memory.in(unit::bytes) * 1.074);  // GiB vs GB
-    // CUDA's total sits a few hundred MiB below the driver's (0.09–0.9 GiB in the logged ones): a figure further
+    // CUDA's total sits a few hundred MiB below the driver's (0.3–0.9 GiB in the logged ones): a figure further
     // off is a typo or the wrong device.
     if (d.cuda_total_memory && d.usable_memory) {
       CHECK(d.cuda_total_memory->in(unit::bytes) < d.usable_memory->in(unit::bytes));

@@ -45,7 +45,7 @@ TEST_CASE("weight_bytes: HF quantisation formats keep embeddings and head in 16 
 TEST_CASE("weight_bytes: an MX FP4 MoE checkpoint quantizes the routed experts alone, as gpt-oss ships", "[quant]") {
   // gpt-oss-20b: 24 layers × 32 experts × (gate_up 2·2880×2880 + down 2880×2880) = 19,110,297,600 expert weights
   // in MXFP4 (4.25 bits); the other 1,804,459,584 parameters (attention, router, biases, embeddings, head) bf16:
-  // 13,761,264,768 B (HF's checkpoint is 13.8 GB). vLLM 0.19 logged 7.01 GiB per GPU at TP 2 against these
+  // 13,761,264,768 B. vLLM 0.19 logged 7.01 GiB per GPU at TP 2 against these
   // 6.41: its Hopper MXFP4 kernels' layout (tests/data/engines/vllm.jsonl).
   const ModelSpec& m = find_preset("gpt-oss-20b").spec;
   const double experts = 24.0 * 32 * 3 * 2880 * 2880, rest = 20'914'757'184.0 - experts;

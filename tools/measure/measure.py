@@ -130,11 +130,15 @@ def run_infer(case, cfg):
     m.update({"weights_bytes": torch.cuda.memory_allocated(), "n_params": sum(p.numel() for p in model.parameters())})
     ids = torch.randint(0, cfg.vocab_size, (w["batch"], w["prompt_len"]), device="cuda")
     torch.cuda.reset_peak_memory_stats()
+    if os.environ.get("TRACE"):
+        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=40_000_000)
     with torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=w["new_tokens"],
                              min_new_tokens=w["new_tokens"], do_sample=False, return_dict_in_generate=True,
                              pad_token_id=0)
     torch.cuda.synchronize()
+    if os.environ.get("TRACE"):
+        write_trace(torch, case["name"])
     kv = 0
     cache = out.past_key_values
     for layer in getattr(cache, "layers", []):
@@ -143,7 +147,27 @@ def run_infer(case, cfg):
             if torch.is_tensor(t):
                 kv += t.numel() * t.element_size()
     m["kv_cache_bytes"] = kv
+    # cudaMalloc calls, and the times one failed and the allocator released its cached blocks to retry (a long
+    # generation's growing caches can fill the GPU with freed segments).
+    stats = torch.cuda.memory_stats()
+    m.update({k: stats[s] for k, s in (("alloc_retries", "num_alloc_retries"), ("device_allocs", "num_device_alloc"),
+                                       ("device_frees", "num_device_free")) if s in stats})
     return m, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+
+
+def write_trace(torch, name):
+    """The caching allocator's large-pool events of the generate call (requests over 1 MiB, their frees, segments
+    added and released), in order, as TSV lines `action size address stream` in $OUT/traces/NAME.tsv.gz: what
+    tests replay through the allocator model."""
+    import gzip
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    os.makedirs(os.path.join(OUT, "traces"), exist_ok=True)
+    keep = ("alloc", "free_completed", "segment_alloc", "segment_free")
+    with gzip.open(os.path.join(OUT, "traces", name + ".tsv.gz"), "wt") as f:
+        for e in snap["device_traces"][0]:
+            if e["action"] in keep and e["size"] > (1 << 20):
+                f.write(f"{e['action']}\t{e['size']}\t{e['addr']}\t{e['stream']}\n")
 
 
 def probe(case_path):

@@ -75,7 +75,7 @@ ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostrea
       err << "gpuplan: limit " << name << " exceeded: " << value << " " << unit << " > " << limit << " " << unit << "\n";
     }
   };
-  if (!o.max_memory.empty()) add("max_memory", parse_bytes(o.max_memory).in(unit::bytes), report["memory"]["total_bytes"].get<double>(), "bytes");
+  if (!o.max_memory.empty()) add("max_memory", parse_bytes(o.max_memory).in(unit::bytes), report["memory"]["runs_in_bytes"].get<double>(), "bytes");
   if (o.require_fit) {
     if (!report.contains("fit")) throw InputError("--require-fit needs --gpu");
     const bool fits = report["fit"]["fits"].get<bool>();

@@ -116,7 +116,7 @@ nlohmann::json infer_report(const InferOptions& o) {
     const auto e = estimate_inference_memory(spec, v);
     if (v.profile == Profile::vllm || v.profile == Profile::sglang)
       return e.serving.starts.value_or(false) && *e.serving.max_concurrency >= double(v.batch);
-    return e.memory.total <= device->capacity();
+    return e.memory.runs_in <= device->capacity();
   };
   if (o.max_batch) {
     const std::int64_t best = largest(1'000'000, [&](std::int64_t b) { InferenceWorkload v = w; v.batch = b; return fits(v); });
@@ -143,7 +143,7 @@ nlohmann::json infer_report(const InferOptions& o) {
   report["model"]["source"] = source.json();
   report["solve"] = solve;
   if (device) {
-    FitVerdict fit = fit_on(*device, est.memory.total);
+    FitVerdict fit = fit_on(*device, est.memory.runs_in);
     // vLLM starts only when its pool holds one max_model_len request.
     if (est.serving.starts) fit.fits = fit.fits && *est.serving.starts;
     report["fit"] = fit_json(fit, w.tp);
@@ -203,10 +203,10 @@ nlohmann::json infer_report(const InferOptions& o) {
       return v;
     };
     auto per_gpu = [&](std::int64_t n) {
-      return n == w.tp ? est.memory.total : estimate_inference_memory(spec, over(n)).memory.total;
+      return n == w.tp ? est.memory.runs_in : estimate_inference_memory(spec, over(n)).memory.runs_in;
     };
     auto lower = [&](std::int64_t n) { return inference_memory_lower_bound(spec, over(n)); };
-    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.total, per_gpu, lower, 64),
+    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.runs_in, per_gpu, lower, 64),
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");
   }

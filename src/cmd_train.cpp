@@ -400,7 +400,7 @@ nlohmann::json train_report(const TrainOptions& o) {
 
   add_run_report(report, spec, w, o.run, time, cat, device, est.shape.trainable_on_gpu, comms);
   if (device) {
-    report["fit"] = fit_json(fit_on(*device, est.memory.total), w.gpus);
+    report["fit"] = fit_json(fit_on(*device, est.memory.runs_in), w.gpus);
   } else if (o.fit.table) {
     // How many GPUs of each kind: the same workload data-parallel over n GPUs with ZeRO-3 (FSDP full shard),
     // or with the stage the user chose.
@@ -416,10 +416,10 @@ nlohmann::json train_report(const TrainOptions& o) {
     };
     // (One replica is the workload as given when it has no data parallelism: its estimate is already made.)
     auto per_gpu = [&](std::int64_t n) {
-      return n == 1 && w.dp() == 1 ? est.memory.total : estimate_training_memory(spec, over(n)).memory.total;
+      return n == 1 && w.dp() == 1 ? est.memory.runs_in : estimate_training_memory(spec, over(n)).memory.runs_in;
     };
     auto lower = [&](std::int64_t n) { return training_memory_lower_bound(spec, over(n)); };
-    auto rows = fit_table(cat.devices, est.memory.total, per_gpu, lower);
+    auto rows = fit_table(cat.devices, est.memory.runs_in, per_gpu, lower);
     for (auto& r : rows)
       if (r.gpus_needed) *r.gpus_needed *= replica;
     report["fit_table"] = fit_table_json(rows, "smallest power-of-two data-parallel degree (× tp·pp·cp GPUs per "

@@ -76,6 +76,9 @@ void memory_table(const json& mem, std::ostream& out) {
   fmt::print(out, "  {:<18} {:>12}  ({:.2f} GB)\n", "total (nvidia-smi)",
              paint(fmt::format("{:>12}", gib(mem["total_bytes"].get<double>())), "1"),
              mem["total_bytes"].get<double>() / 1e9);
+  if (const double least = mem["runs_in_bytes"].get<double>(); least < mem["total_bytes"].get<double>())
+    fmt::print(out, "  {:<18} {:>12}  ({:.2f} GB: a smaller GPU makes the allocator free its cached segments)\n",
+               "runs in", gib(least), least / 1e9);
   fmt::print(out, "\nPeak of each phase (live tensors):\n");
   for (const auto& p : mem["phases"])
     fmt::print(out, "  {:<10} {:>12}  at {}\n", p["phase"].get<std::string>(), gib(p["allocated_bytes"].get<double>()),

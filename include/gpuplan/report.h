@@ -56,7 +56,11 @@ inline nlohmann::json memory_json(const MemoryEstimate& m) {
     phases.push_back({{"phase", mo.phase}, {"at", mo.what}, {"allocated_bytes", sum}, {"components", c}});
   }
   const nlohmann::json reserved = add_bytes(peak, slack);
-  return {{"total_bytes", add_bytes(reserved, ctx)},
+  const nlohmann::json total = add_bytes(reserved, ctx);
+  // runs_in ≤ total; equal (the same number) unless the allocator's cached segments could be freed
+  const nlohmann::json runs_in = m.runs_in < m.total ? rounded(m.runs_in) : total;
+  return {{"total_bytes", total},
+          {"runs_in_bytes", runs_in},
           {"peak_allocated_bytes", peak},
           {"reserved_bytes", reserved},
           {"allocator_slack_bytes", slack},

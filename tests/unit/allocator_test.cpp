@@ -98,6 +98,15 @@ class ReferenceAllocator {
       const std::uint64_t mib = 1 << 20;
       const std::uint64_t bytes_of_segment =
           small ? 2 * mib : size < 10 * mib ? 20 * mib : (size + 2 * mib - 1) / (2 * mib) * (2 * mib);
+      if (reserved_ + bytes_of_segment > capacity) {  // cudaMalloc fails: free the segments no tensor uses
+        ++releases;
+        std::erase_if(segments_, [&](const std::vector<Block>& s) {
+          if (s.size() != 1 || !s[0].free) return false;
+          reserved_ -= s[0].size;
+          return true;
+        });
+        oom = oom || reserved_ + bytes_of_segment > capacity;
+      }
       reserved_ += bytes_of_segment;
       segments_.push_back({Block{bytes_of_segment, next_++, stream, small, true}});
       seg = segments_.size() - 1;
@@ -137,6 +146,9 @@ class ReferenceAllocator {
   }
   double peak_reserved() const { return double(peak_reserved_); }
   double peak_allocated() const { return double(peak_allocated_); }
+  std::uint64_t capacity = ~std::uint64_t(0);
+  bool oom = false;
+  int releases = 0;
 
  private:
   struct Block {
@@ -196,6 +208,67 @@ TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference ov
     auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
     for (int op = 0; op < 3000; ++op) lockstep(rng, sizes, model, ref, live, same);
   }
+}
+
+TEST_CASE("CachingAllocatorModel: at its capacity it frees its cached segments as the reference does", "[allocator]") {
+  // The random steps above under capacities from 64 to 512 GiB: live blocks outgrow them, so cached segments are
+  // released, and at last a request does not fit (out of memory; both go on, over the capacity).
+  std::mt19937_64 rng(20261124);
+  std::vector<double> sizes;
+  for (int i = 0; i < 300; ++i) sizes.push_back(std::floor(std::exp2(std::uniform_real_distribution<>(0, 32)(rng))));
+  int released_in_time = 0, ran_out = 0;
+  for (std::uint64_t gib : {64, 128, 256, 512}) {
+    CachingAllocatorModel model;
+    ReferenceAllocator ref;
+    model.set_capacity(double(gib << 30));
+    ref.capacity = gib << 30;
+    Live live;
+    auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
+    bool made_room = false;
+    for (int op = 0; op < 3000; ++op) {
+      lockstep(rng, sizes, model, ref, live, same);
+      REQUIRE(model.releases() == ref.releases);
+      REQUIRE(model.out_of_memory() == ref.oom);
+      made_room = made_room || (model.releases() > 0 && !model.out_of_memory());
+    }
+    released_in_time += made_room;
+    ran_out += model.out_of_memory();
+  }
+  CHECK(released_in_time > 0);  // a release made room before the capacity ran out
+  CHECK(ran_out > 0);           // and the live blocks outgrew it in the end
+}
+
+TEST_CASE("CachingAllocatorModel: a failed cudaMalloc frees whole cached segments only", "[allocator]") {
+  // Hand-worked: two 40 MiB segments and a 100 MiB one under a 200 MiB capacity. One 40 MiB block is freed (its
+  // segment is cached whole); the 100 MiB one is split, half freed (its segment is partly used). A 90 MiB request
+  // fits in no cached block and 180 + 90 > 200: the allocator frees the whole 40 MiB segment only (140 reserved)
+  // and 140 + 90 = 230 is still over: out of memory.
+  CachingAllocatorModel a;
+  a.set_capacity(200 * MiB);
+  const auto x = a.malloc(40 * MiB);
+  a.malloc(40 * MiB);
+  const auto big = a.malloc(100 * MiB);
+  a.free(big);
+  a.malloc(50 * MiB);  // carved from the cached 100 MiB block: its segment stays in use
+  a.free(x);
+  CHECK(a.peak_reserved() == 180 * MiB);
+  CHECK_FALSE(a.out_of_memory());
+  a.malloc(90 * MiB);
+  CHECK(a.releases() == 1);
+  CHECK(a.out_of_memory());
+  // The same at 240 MiB: the release leaves 140, and 140 + 90 fits.
+  CachingAllocatorModel b;
+  b.set_capacity(240 * MiB);
+  const auto y = b.malloc(40 * MiB);
+  b.malloc(40 * MiB);
+  const auto big2 = b.malloc(100 * MiB);
+  b.free(big2);
+  b.malloc(50 * MiB);
+  b.free(y);
+  b.malloc(90 * MiB);
+  CHECK(b.releases() == 1);
+  CHECK_FALSE(b.out_of_memory());
+  CHECK(b.peak_reserved() == 230 * MiB);  // 140 after the release, + 90
 }
 
 TEST_CASE("CachingAllocatorModel: a model on storage another left answers as a fresh one", "[allocator]") {

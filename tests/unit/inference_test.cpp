@@ -64,3 +64,51 @@ TEST_CASE("KV cache: linear-attention layers keep a fixed state, not tokens", "[
   for (const auto& m : estimate_inference_memory(s, w).memory.moments)
     if (m.phase == "decode") CHECK(m.at.kv_cache.in(unit::bytes) == Approx(2 * (2000 * 24'576.0 + state)));
 }
+
+TEST_CASE("HF generate replays every decode step", "[memory][inference]") {
+  // Each step grows every layer's K and V by one token (2 requests a layer), plus its hidden state and logits: a
+  // long generation keeps adding segments at every step, so none may be skipped (measured_g1: a 1B model at
+  // batch 64 reserved 70 GiB for 7.6 GiB of tensors over 2,048 new tokens).
+  const ModelSpec& s = find_preset("llama-3.2-1b").spec;
+  const InferenceWorkload w = workload(4, 512, 300);
+  const InferenceEstimate e = estimate_inference_memory(s, w);
+  const InferenceTensors t = inference_tensors(s, w, e.weights, e.kv);
+  const AllocationTimeline a = generate_allocations(s, w, t);
+  std::int64_t decode_requests = 0;
+  for (const auto& ev : a.events)
+    if (ev.alloc && ev.phase == AllocationTimeline::Phase::backward) ++decode_requests;
+  CHECK(decode_requests == (300 - 1) * (2 * 16 + 2));
+}
+
+TEST_CASE("HF generate on a GPU too small for its cached segments frees them and runs", "[memory][inference]") {
+  // Llama-2-7B (MHA), batch 32, 300 + 1,500 tokens: measured on an H200 (measured_g1), 41.2 GiB of tensors, the
+  // allocator filled the GPU, freed its cached segments 26 times and finished.
+  const ModelSpec& s = find_preset("llama-2-7b").spec;
+  InferenceWorkload w = workload(32, 300, 1500);
+  const InferenceEstimate roomy = estimate_inference_memory(s, w);
+  const MemoryEstimate& m = roomy.memory;
+  CHECK(m.total > 10 * m.runs_in);  // with room it keeps every segment it added
+  CHECK(m.runs_in >= m.peak_allocated + m.context);
+  CHECK(m.runs_in <= (m.peak_allocated + m.context) * 1.05);
+  // The least capacity found runs; a capacity below the live peak does not.
+  const InferenceTensors t = inference_tensors(s, w, roomy.weights, roomy.kv);
+  auto runs = [&](Bytes capacity) {
+    return !generate_allocations(s, w, t, ReplayedAllocations((capacity - m.context).in(unit::bytes))).out_of_memory();
+  };
+  CHECK(runs(m.runs_in));
+  CHECK_FALSE(runs(m.peak_allocated + m.context - Bytes(1 << 30)));
+  // On the H200 (140.40 GiB usable): it fills the GPU, frees its segments 26 times, runs in the same.
+  w.device_memory = Bytes(140.40 * 1073741824.0);
+  const InferenceEstimate h200 = estimate_inference_memory(s, w);
+  CHECK(h200.memory.total <= *w.device_memory);
+  CHECK(h200.memory.total > *w.device_memory * 0.99);
+  CHECK(h200.memory.runs_in == m.runs_in);
+  CHECK(std::any_of(h200.assumptions.begin(), h200.assumptions.end(),
+                    [](const std::string& a) { return a.find("frees its cached ones 26 times") != std::string::npos; }));
+}
+
+TEST_CASE("HF generate that keeps little cached runs in its total", "[memory][inference]") {
+  // Llama-3.1-8B, batch 1, 1024 + 256: the reserve beyond the live peak is well under a tenth of it.
+  const MemoryEstimate m = estimate_inference_memory(find_preset("llama-3.1-8b").spec, workload(1, 1024, 256)).memory;
+  CHECK(m.runs_in == m.total);
+}

@@ -60,6 +60,12 @@ class CachingAllocatorModel {
     Handle b = take_free(pool, size);
     if (b == none) {
       const std::uint64_t seg = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer : round_up(size, kRoundLarge);
+      if (reserved_ + seg > capacity_) {
+        // cudaMalloc fails: free every cached segment that holds no tensor and try again
+        // (CUDACachingAllocator's release_cached_blocks); still too much is an out-of-memory error (the replay goes on).
+        release_cached();
+        out_of_memory_ = out_of_memory_ || reserved_ + seg > capacity_;
+      }
       b = new_block(seg, pool);
       reserved_ += seg;
       if (batch_) carved_.push_back({b, seg, none});
@@ -135,6 +141,11 @@ class CachingAllocatorModel {
     carved_.clear();
     batch_ = false;
   }
+
+  // The most it may reserve (the GPU's memory beyond the CUDA context); unbounded unless set.
+  void set_capacity(double bytes) { capacity_ = bytes >= 1.15e18 ? ~std::uint64_t(0) : std::uint64_t(std::max(0.0, bytes)); }
+  bool out_of_memory() const { return out_of_memory_; }
+  int releases() const { return releases_; }  // times it freed its cached segments to make room
 
   double peak_reserved() const { return double(peak_reserved_); }
   double peak_allocated() const { return double(peak_allocated_); }
@@ -245,6 +256,25 @@ class CachingAllocatorModel {
     if (v.empty()) p.mark(c, false);
   }
 
+  // Frees the segments that are one free block (a cached segment no tensor uses), in every pool.
+  void release_cached() {
+    ++releases_;
+    for (Pool& p : pools_)
+      for (std::size_t w = 0; w < std::size(p.filled); ++w)
+        for (std::uint64_t bits = p.filled[w]; bits != 0; bits &= bits - 1) {
+          const int c = int(w * 64) + std::countr_zero(bits);
+          auto& v = p.classes[std::size_t(c)];
+          std::erase_if(v, [&](const Entry& e) {
+            const Block& blk = blocks_[e.block];
+            if (blk.prev != none || blk.next != none) return false;
+            reserved_ -= blk.size;
+            dead_.push_back(e.block);
+            return true;
+          });
+          if (v.empty()) p.mark(c, false);
+        }
+  }
+
   static std::uint64_t round_up(std::uint64_t v, std::uint64_t m) { return (v + m - 1) / m * m; }
   static std::uint64_t round_size(double bytes) {
     // Requests beyond 2^60 B (an exabyte) are clamped: no device has them, and the sizes must stay exact integers.
@@ -295,6 +325,9 @@ class CachingAllocatorModel {
     return s;
   }
   std::uint64_t reserved_ = 0, allocated_ = 0, peak_reserved_ = 0, peak_allocated_ = 0;
+  std::uint64_t capacity_ = ~std::uint64_t(0);
+  bool out_of_memory_ = false;
+  int releases_ = 0;
 };
 
 // What a step asks of the caching allocator, as data: allocations and frees in the order the framework makes them,
@@ -338,6 +371,8 @@ class ReplayedAllocations {
   using Id = AllocationTimeline::Id;
   static_assert(std::is_same_v<Id, CachingAllocatorModel::Handle> && AllocationTimeline::none == CachingAllocatorModel::none);
   AllocationTimeline::Phase phase = AllocationTimeline::Phase::setup;  // unused: the reserve has no phases
+  ReplayedAllocations() = default;
+  explicit ReplayedAllocations(double capacity) { model_.set_capacity(capacity); }  // bytes it may reserve
 
   Id malloc(double bytes, int stream = 0) { return model_.malloc(bytes, stream); }
   void free(Id id) { model_.free(id); }
@@ -345,6 +380,10 @@ class ReplayedAllocations {
   void begin_batch() { model_.begin_batch(); }
   void free_batch(const std::vector<Id>&) { model_.free_batch(); }
   double reserve() const { return model_.reserve(); }
+  double peak_reserved() const { return model_.peak_reserved(); }
+  double peak_allocated() const { return model_.peak_allocated(); }
+  bool out_of_memory() const { return model_.out_of_memory(); }
+  int releases() const { return model_.releases(); }
 
  private:
   CachingAllocatorModel model_;

@@ -36,7 +36,10 @@ struct MemoryEstimate {
   Bytes allocator_slack{0};     // caching-allocator reserve beyond live tensors (rounding, fragmentation)
   Bytes reserved{0};            // peak_allocated + allocator_slack
   Bytes context{0};             // CUDA context, kernels, NCCL buffers: outside the allocator
-  Bytes total{0};               // reserved + context: what nvidia-smi shows for the process
+  Bytes total{0};               // reserved + context: what nvidia-smi shows for the process on a GPU with room
+  // The least GPU memory it runs in: total, or less where the caching allocator, on a GPU too small for all it would
+  // keep cached, frees its cached segments at a failed cudaMalloc and goes on (inference.h: least_capacity).
+  Bytes runs_in{0};
   std::vector<Moment> moments;  // the peak of each phase
 };
 
@@ -82,6 +85,7 @@ inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, By
   mem.allocator_slack = mem.reserved - mem.peak_allocated;
   mem.context = context;
   mem.total = mem.reserved + mem.context;
+  mem.runs_in = mem.total;
   return mem;
 }
 

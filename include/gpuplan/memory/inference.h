@@ -336,14 +336,23 @@ Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double 
 
 }  // namespace detail
 
+// Tokens a replayed decode step appends. Every step counts (each leaves segments behind), up to 2^13 layer-steps
+// (two requests and two frees each: 32k events, under 1 ms of replay; an 8B model's 256 new tokens token by token);
+// beyond that a replayed step appends several tokens at once, so the replay stays bounded. On measured_g1, steps of
+// 2–8 tokens move the estimate by ≤ 0.5 % (jumping the middle of a generation in one step, as before, missed up to 83 %).
+inline std::int64_t decode_stride(const ModelSpec& s, const InferenceWorkload& w) {
+  constexpr std::int64_t layer_steps = std::int64_t(1) << 13;
+  const std::int64_t steps = std::max<std::int64_t>(0, w.new_tokens - 1), layers = std::max<std::int64_t>(1, kv_layer_count(s));
+  return std::max<std::int64_t>(1, (steps * layers + layer_steps - 1) / layer_steps);
+}
+
 // HF generate as the caching allocator sees it: weights, prefill layer by layer, then each decode step growing every
 // layer's cache with torch.cat (a new tensor one token longer, the old one freed). Sink: an AllocationTimeline
 // (recorded) or ReplayedAllocations (the allocator model, directly).
 template <class Sink = AllocationTimeline>
-Sink generate_allocations(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t) {
+Sink generate_allocations(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t, Sink A = Sink()) {
   using Id = AllocationTimeline::Id;
   const double tp = double(w.tp);
-  Sink A;
   A.malloc(t.wb.embedding.in(unit::bytes) / tp);
   for (const Bytes& l : t.wb.per_layer) A.malloc(l.in(unit::bytes) / tp);
   A.malloc(t.wb.output.in(unit::bytes) / tp);
@@ -357,19 +366,14 @@ Sink generate_allocations(const ModelSpec& s, const InferenceWorkload& w, const 
     resid = detail::prefill_layer(A, s, t, t.b * t.chunk, resid, keys[i], values[i], s.is_linear_layer(std::int64_t(i)));
   Id lg = A.malloc(t.logits);
   A.free(resid);
-  // Decode: each step appends one token to every layer's cache; sliding layers are cropped to window − 1. Long
-  // generations replay their first and last 32 steps and jump the middle in one step (the pattern of freed and
-  // requested blocks repeats), so the replay stays a few thousand events.
+  // Decode: each step appends one token to every layer's cache (decode_stride: more for very long generations);
+  // sliding layers are cropped to window − 1.
   A.phase = AllocationTimeline::Phase::backward;  // (decode)
   std::vector<double> len(L, t.sp);
   const double kv_half = t.kv_layer_tok / 2;
-  constexpr std::int64_t kEdge = 32;
-  for (std::int64_t step = 1; step < w.new_tokens; ++step) {
-    double grow = 1;
-    if (w.new_tokens > 2 * kEdge && step == kEdge) {
-      grow = double(w.new_tokens - 2 * kEdge);
-      step += w.new_tokens - 2 * kEdge - 1;
-    }
+  const std::int64_t stride = decode_stride(s, w);
+  for (std::int64_t step = 1; step < w.new_tokens; step += stride) {
+    const double grow = double(std::min(stride, w.new_tokens - step));
     const Id x = A.malloc(t.c * t.h * t.b);
     for (std::size_t i = 0; i < L; ++i) {
       const auto l = static_cast<std::int64_t>(i);
@@ -569,6 +573,34 @@ inline InferenceWorkload ollama_runner_workload(const ModelSpec& s, InferenceWor
 
 namespace detail {
 
+// The least the caching allocator must be allowed to reserve for HF generate to finish. Each decode step's
+// torch.cat makes every layer's cache a little larger than the block it frees, so a long generation keeps adding
+// segments and leaves the old ones cached (measured: 70.9 GiB on an H200 for a 1B model at batch 64 whose tensors
+// peak at 7.6 GiB). On a GPU too small for that, a failed cudaMalloc makes the allocator free its cached segments
+// and retry (release_cached_blocks), and the generation goes on: measured, a 7B at batch 32 with 41 GiB of tensors
+// filled an H200, released 26 times and finished. Searched to 1/128 of the live peak (taking finishing as monotone
+// in the capacity): steps doubling up from the live peak, where it usually lies close, then bisection. Only where
+// the reserve beyond the live peak is more than a tenth of it; below that, the peak itself (at most a tenth over,
+// and no more replays).
+inline double least_capacity(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
+                             double peak_reserved, double peak_allocated) {
+  if (peak_reserved - peak_allocated <= peak_allocated / 10) return peak_reserved;
+  auto runs = [&](double capacity) {
+    return !generate_allocations(s, w, t, ReplayedAllocations(capacity)).out_of_memory();
+  };
+  const double tolerance = peak_allocated / 128;
+  double lo = peak_allocated, step = tolerance, hi = lo + step;  // it cannot run below its live peak
+  for (; hi < peak_reserved && !runs(hi); hi = std::min(peak_reserved, lo + step)) {
+    lo = hi;
+    step *= 2;
+  }
+  while (hi - lo > tolerance) {
+    const double mid = (lo + hi) / 2;
+    (runs(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 // `replay`: run the caching-allocator replay for the pytorch profile's reserve.
 inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceWorkload& requested, bool replay) {
   validate(s);
@@ -600,10 +632,45 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   if (w.profile == Profile::sglang) return sglang_estimate(est, s, w, t);
   if (llama_cpp_engine(w.profile)) return llama_cpp_estimate(est, s, w, t);
 
-  std::optional<Bytes> reserve;
-  if (pytorch && replay) reserve = Bytes(generate_allocations<ReplayedAllocations>(s, w, t).reserve());
-  est.memory = summarize(generate_moments(t, w), w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), reserve,
-                         /*at_least_measured_shares=*/true);
+  const std::vector<Moment> moments = generate_moments(t, w);
+  if (!pytorch || !replay) {
+    est.memory = summarize(moments, w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), std::nullopt,
+                           /*at_least_measured_shares=*/true);
+  } else {
+    const Bytes ctx = PytorchProfile::cuda_context;
+    const ReplayedAllocations A = generate_allocations<ReplayedAllocations>(s, w, t);
+    est.memory = summarize(moments, w.profile, ctx, Bytes(A.reserve()), /*at_least_measured_shares=*/true);
+    if (const std::int64_t stride = decode_stride(s, w); stride > 1)
+      est.assumptions.push_back("allocator replay: decode steps of " + std::to_string(stride) +
+                                " tokens (a bound on the replay's work; fewer segments than token by token)");
+    const double least = least_capacity(s, w, t, A.peak_reserved(), A.peak_allocated());
+    if (least < A.peak_reserved()) {
+      // The replay's reserve beyond its live peak, put on the moments' live peak as summarize puts it.
+      const Bytes runs_in = std::min(est.memory.total, est.memory.peak_allocated + Bytes(least - A.peak_allocated()) + ctx);
+      int releases = 0;
+      if (w.device_memory && runs_in <= *w.device_memory && *w.device_memory < est.memory.total) {
+        // On this GPU, too small for all it would keep: what it reserves when it must free them to go on.
+        const double room = (*w.device_memory - ctx - est.memory.peak_allocated).in(unit::bytes) + A.peak_allocated();
+        const ReplayedAllocations D = generate_allocations(s, w, t, ReplayedAllocations(room));
+        if (!D.out_of_memory()) {
+          est.memory = summarize(moments, w.profile, ctx, Bytes(D.reserve()), /*at_least_measured_shares=*/true);
+          if (const Bytes over = est.memory.total - *w.device_memory; over > Bytes(0)) {  // the shares' floor
+            est.memory.allocator_slack -= over;
+            est.memory.reserved -= over;
+            est.memory.total -= over;
+          }
+          releases = D.releases();
+        }
+      }
+      est.memory.runs_in = runs_in;
+      est.assumptions.push_back(
+          releases > 0 ? "freed segments fill this GPU: the caching allocator frees its cached ones " +
+                             (releases == 1 ? std::string("once") : std::to_string(releases) + " times") +
+                             " to make room (runs in: the least GPU it finishes on)"
+                       : "the caching allocator keeps freed segments cached: on a GPU with room it holds them (total), "
+                         "on a smaller one it frees them when full and runs in less");
+    }
+  }
   if (pytorch)
     est.assumptions.push_back("profile pytorch: HF generate with the default dynamic KV cache (grown by torch.cat), "
                               "last-position logits, caching allocator, CUDA context measured on an H200");

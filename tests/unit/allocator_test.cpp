@@ -243,28 +243,25 @@ TEST_CASE("CachingAllocatorModel: a failed cudaMalloc frees whole cached segment
   // segment is cached whole); the 100 MiB one is split, half freed (its segment is partly used). A 90 MiB request
   // fits in no cached block and 180 + 90 > 200: the allocator frees the whole 40 MiB segment only (140 reserved)
   // and 140 + 90 = 230 is still over: out of memory.
-  CachingAllocatorModel a;
-  a.set_capacity(200 * MiB);
-  const auto x = a.malloc(40 * MiB);
-  a.malloc(40 * MiB);
-  const auto big = a.malloc(100 * MiB);
-  a.free(big);
-  a.malloc(50 * MiB);  // carved from the cached 100 MiB block: its segment stays in use
-  a.free(x);
+  auto cached = [](double capacity) {
+    CachingAllocatorModel m;
+    m.set_capacity(capacity);
+    const auto x = m.malloc(40 * MiB);
+    m.malloc(40 * MiB);
+    const auto big = m.malloc(100 * MiB);
+    m.free(big);
+    m.malloc(50 * MiB);  // carved from the cached 100 MiB block: its segment stays in use
+    m.free(x);
+    return m;
+  };
+  CachingAllocatorModel a = cached(200 * MiB);
   CHECK(a.peak_reserved() == 180 * MiB);
   CHECK_FALSE(a.out_of_memory());
   a.malloc(90 * MiB);
   CHECK(a.releases() == 1);
   CHECK(a.out_of_memory());
   // The same at 240 MiB: the release leaves 140, and 140 + 90 fits.
-  CachingAllocatorModel b;
-  b.set_capacity(240 * MiB);
-  const auto y = b.malloc(40 * MiB);
-  b.malloc(40 * MiB);
-  const auto big2 = b.malloc(100 * MiB);
-  b.free(big2);
-  b.malloc(50 * MiB);
-  b.free(y);
+  CachingAllocatorModel b = cached(240 * MiB);
   b.malloc(90 * MiB);
   CHECK(b.releases() == 1);
   CHECK_FALSE(b.out_of_memory());

@@ -580,11 +580,11 @@ namespace detail {
 // and retry (release_cached_blocks), and the generation goes on: measured, a 7B at batch 32 with 41 GiB of tensors
 // filled an H200, released 26 times and finished. Searched to 1/128 of the live peak (taking finishing as monotone
 // in the capacity): steps doubling up from the live peak, where it usually lies close, then bisection. Only where
-// the reserve beyond the live peak is more than a tenth of it; below that, the peak itself (at most a tenth over,
-// and no more replays).
-inline double least_capacity(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
-                             double peak_reserved, double peak_allocated) {
-  if (peak_reserved - peak_allocated <= peak_allocated / 10) return peak_reserved;
+// the reserve beyond the live peak is more than a tenth of it (nullopt below that: at most a tenth to save, and no
+// more replays).
+inline std::optional<double> least_capacity(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
+                                            double peak_reserved, double peak_allocated) {
+  if (peak_reserved - peak_allocated <= peak_allocated / 10) return std::nullopt;
   auto runs = [&](double capacity) {
     return !generate_allocations(s, w, t, ReplayedAllocations(capacity)).out_of_memory();
   };
@@ -643,10 +643,11 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
     if (const std::int64_t stride = decode_stride(s, w); stride > 1)
       est.assumptions.push_back("allocator replay: decode steps of " + std::to_string(stride) +
                                 " tokens (a bound on the replay's work; fewer segments than token by token)");
-    const double least = least_capacity(s, w, t, A.peak_reserved(), A.peak_allocated());
-    if (least < A.peak_reserved()) {
-      // The replay's reserve beyond its live peak, put on the moments' live peak as summarize puts it.
-      const Bytes runs_in = std::min(est.memory.total, est.memory.peak_allocated + Bytes(least - A.peak_allocated()) + ctx);
+    if (const std::optional<double> least = least_capacity(s, w, t, A.peak_reserved(), A.peak_allocated())) {
+      // The replay's reserve beyond its live peak, put on the moments' live peak as summarize puts it (without the
+      // measured shares' floor, whether or not the search found less than the replay's peak: else runs_in would
+      // jump by that floor between neighbouring batches).
+      const Bytes runs_in = std::min(est.memory.total, est.memory.peak_allocated + Bytes(*least - A.peak_allocated()) + ctx);
       int releases = 0;
       if (w.device_memory && runs_in <= *w.device_memory && *w.device_memory < est.memory.total) {
         // On this GPU, too small for all it would keep: what it reserves when it must free them to go on.
@@ -663,12 +664,13 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
         }
       }
       est.memory.runs_in = runs_in;
-      est.assumptions.push_back(
-          releases > 0 ? "freed segments fill this GPU: the caching allocator frees its cached ones " +
-                             (releases == 1 ? std::string("once") : std::to_string(releases) + " times") +
-                             " to make room (runs in: the least GPU it finishes on)"
-                       : "the caching allocator keeps freed segments cached: on a GPU with room it holds them (total), "
-                         "on a smaller one it frees them when full and runs in less");
+      if (releases > 0)
+        est.assumptions.push_back("freed segments fill this GPU: the caching allocator frees its cached ones " +
+                                  (releases == 1 ? std::string("once") : std::to_string(releases) + " times") +
+                                  " to make room (runs in: the least GPU it finishes on)");
+      else if (runs_in < est.memory.total)
+        est.assumptions.push_back("the caching allocator keeps freed segments cached: on a GPU with room it holds "
+                                  "them (total), on a smaller one it frees them when full and runs in less");
     }
   }
   if (pytorch)

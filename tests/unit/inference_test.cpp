@@ -92,8 +92,10 @@ TEST_CASE("HF generate on a GPU too small for its cached segments frees them and
   CHECK(m.runs_in <= (m.peak_allocated + m.context) * 1.05);
   // The least capacity found runs; a capacity below the live peak does not.
   const InferenceTensors t = inference_tensors(s, w, roomy.weights, roomy.kv);
+  const std::int64_t stride = replay_generate(s, w, t).stride;
   auto runs = [&](Bytes capacity) {
-    return !generate_allocations(s, w, t, ReplayedAllocations((capacity - m.context).in(unit::bytes))).out_of_memory();
+    return !generate_allocations(s, w, t, ReplayedAllocations((capacity - m.context).in(unit::bytes)), stride)
+                .out_of_memory();
   };
   CHECK(runs(m.runs_in));
   CHECK_FALSE(runs(m.peak_allocated + m.context - Bytes(1 << 30)));
@@ -129,4 +131,25 @@ TEST_CASE("HF generate's runs_in moves with the batch, not by the measured share
   CHECK(b > a);
   CHECK(b < a * 1.03);  // one sequence more, and the replay's reserve differs by a few hundred MiB at most
   CHECK(c < b * 1.03);
+}
+
+TEST_CASE("HF generate's replay coarsens its decode steps only where that changes nothing", "[memory][inference]") {
+  auto replay = [](const char* model, std::int64_t batch, std::int64_t prompt, std::int64_t fresh) {
+    const ModelSpec& s = find_preset(model).spec;
+    const InferenceWorkload w = workload(batch, prompt, fresh);
+    const InferenceEstimate e = estimate_inference_memory(s, w);
+    const InferenceTensors t = inference_tensors(s, w, e.weights, e.kv);
+    return std::pair{replay_generate(s, w, t), generate_allocations<ReplayedAllocations>(s, w, t, {}, 1)};
+  };
+  // Llama-3.1-8B at batch 1, 1024 + 256: the decode never outgrows the prefill's segments; steps of 8 tokens
+  // reserve what token-by-token steps do.
+  const auto [small, exact] = replay("llama-3.1-8b", 1, 1024, 256);
+  CHECK(small.coarsened);
+  CHECK(small.stride == 8);
+  CHECK(small.allocations.peak_reserved() == Approx(exact.peak_reserved()).epsilon(0.001));
+  // Llama-3.2-1B at batch 64, 512 + 2048 (measured_g1: 70.9 GiB reserved for 7.6 GiB of tensors): every step adds
+  // segments, and steps of 32 and 64 tokens disagree, so it keeps decode_stride's 4.
+  const auto [large, unused] = replay("llama-3.2-1b", 64, 512, 2048);
+  CHECK_FALSE(large.coarsened);
+  CHECK(large.stride == 4);
 }

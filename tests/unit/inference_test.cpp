@@ -153,3 +153,20 @@ TEST_CASE("HF generate's replay coarsens its decode steps only where that change
   CHECK_FALSE(large.coarsened);
   CHECK(large.stride == 4);
 }
+
+TEST_CASE("Qwen3's prefill normalises q and k through fp32 copies", "[memory][inference]") {
+  // Qwen3-0.6B (16 heads × 128, 28 layers) at batch 32 × 1024 tokens: q is 2048 wide, so each q-norm makes three
+  // fp32 blocks of 4 × 2048 × 32,768 = 256 MiB (the copy, its square, the normalised), as the allocator trace on an
+  // H200 shows (measured_g1); without the q/k norm no request has that size.
+  ModelSpec s = find_preset("qwen3-0.6b").spec;
+  const InferenceWorkload w = workload(32, 1024, 2);
+  auto fp32_q_blocks = [&](const ModelSpec& spec) {
+    const InferenceEstimate e = estimate_inference_memory(spec, w);
+    const AllocationTimeline a = generate_allocations(spec, w, inference_tensors(spec, w, e.weights, e.kv));
+    return std::count_if(a.events.begin(), a.events.end(),
+                         [](const AllocationTimeline::Event& ev) { return ev.alloc && ev.bytes == 256.0 * 1048576; });
+  };
+  CHECK(fp32_q_blocks(s) == 3 * 28);
+  s.qk_norm = false;
+  CHECK(fp32_q_blocks(s) == 0);
+}

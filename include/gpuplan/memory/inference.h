@@ -684,6 +684,51 @@ inline std::optional<double> least_capacity(const ModelSpec& s, const InferenceW
   return hi;
 }
 
+// HF generate's memory with the caching allocator replayed: the moments' live peak plus the replay's reserve
+// beyond its own, and runs_in, the least GPU it finishes on (freeing its cached segments when full). With a
+// device smaller than that total: what the allocator reserves there, releasing as it goes.
+inline void hf_generate_memory(InferenceEstimate& est, const ModelSpec& s, const InferenceWorkload& w,
+                               const InferenceTensors& t, const std::vector<Moment>& moments) {
+  const Bytes ctx = PytorchProfile::cuda_context;
+  const GenerateReplay r = replay_generate(s, w, t);
+  const ReplayedAllocations& A = r.allocations;
+  est.memory = summarize(moments, w.profile, ctx, Bytes(A.reserve()), /*at_least_measured_shares=*/true);
+  if (r.stride > 1)
+    est.assumptions.push_back(
+        "allocator replay: decode steps of " + std::to_string(r.stride) + " tokens " +
+        (r.coarsened ? "(steps of " + std::to_string(2 * r.stride) + " reserve the same, to 0.1 %)"
+                     : std::string("(a bound on the replay's work; fewer segments than token by token)")));
+  const std::optional<double> least = least_capacity(s, w, t, r);
+  if (!least) return;
+  // The replay's reserve beyond its live peak, put on the moments' live peak as summarize puts it (without the
+  // measured shares' floor, whether or not the search found less than the replay's peak: else runs_in would jump
+  // by that floor between neighbouring batches).
+  const Bytes runs_in = std::min(est.memory.total, est.memory.peak_allocated + Bytes(*least - A.peak_allocated()) + ctx);
+  int releases = 0;
+  if (w.device_memory && runs_in <= *w.device_memory && *w.device_memory < est.memory.total) {
+    // On this GPU, too small for all it would keep: what it reserves when it must free them to go on.
+    const double room = (*w.device_memory - ctx - est.memory.peak_allocated).in(unit::bytes) + A.peak_allocated();
+    const ReplayedAllocations D = generate_allocations(s, w, t, ReplayedAllocations(room), r.stride);
+    if (!D.out_of_memory()) {
+      est.memory = summarize(moments, w.profile, ctx, Bytes(D.reserve()), /*at_least_measured_shares=*/true);
+      if (const Bytes over = est.memory.total - *w.device_memory; over > Bytes(0)) {  // the shares' floor
+        est.memory.allocator_slack -= over;
+        est.memory.reserved -= over;
+        est.memory.total -= over;
+      }
+      releases = D.releases();
+    }
+  }
+  est.memory.runs_in = runs_in;
+  if (releases > 0)
+    est.assumptions.push_back("freed segments fill this GPU: the caching allocator frees its cached ones " +
+                              (releases == 1 ? std::string("once") : std::to_string(releases) + " times") +
+                              " to make room (runs in: the least GPU it finishes on)");
+  else if (runs_in < est.memory.total)
+    est.assumptions.push_back("the caching allocator keeps freed segments cached: on a GPU with room it holds "
+                              "them (total), on a smaller one it frees them when full and runs in less");
+}
+
 // `replay`: run the caching-allocator replay for the pytorch profile's reserve.
 inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceWorkload& requested, bool replay) {
   validate(s);
@@ -716,49 +761,11 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   if (llama_cpp_engine(w.profile)) return llama_cpp_estimate(est, s, w, t);
 
   const std::vector<Moment> moments = generate_moments(t, w);
-  if (!pytorch || !replay) {
+  if (pytorch && replay)
+    hf_generate_memory(est, s, w, t, moments);
+  else
     est.memory = summarize(moments, w.profile, pytorch ? PytorchProfile::cuda_context : Bytes(0), std::nullopt,
                            /*at_least_measured_shares=*/true);
-  } else {
-    const Bytes ctx = PytorchProfile::cuda_context;
-    const GenerateReplay r = replay_generate(s, w, t);
-    const ReplayedAllocations& A = r.allocations;
-    est.memory = summarize(moments, w.profile, ctx, Bytes(A.reserve()), /*at_least_measured_shares=*/true);
-    if (r.stride > 1)
-      est.assumptions.push_back(
-          "allocator replay: decode steps of " + std::to_string(r.stride) + " tokens " +
-          (r.coarsened ? "(steps of " + std::to_string(2 * r.stride) + " reserve the same, to 0.1 %)"
-                       : std::string("(a bound on the replay's work; fewer segments than token by token)")));
-    if (const std::optional<double> least = least_capacity(s, w, t, r)) {
-      // The replay's reserve beyond its live peak, put on the moments' live peak as summarize puts it (without the
-      // measured shares' floor, whether or not the search found less than the replay's peak: else runs_in would
-      // jump by that floor between neighbouring batches).
-      const Bytes runs_in = std::min(est.memory.total, est.memory.peak_allocated + Bytes(*least - A.peak_allocated()) + ctx);
-      int releases = 0;
-      if (w.device_memory && runs_in <= *w.device_memory && *w.device_memory < est.memory.total) {
-        // On this GPU, too small for all it would keep: what it reserves when it must free them to go on.
-        const double room = (*w.device_memory - ctx - est.memory.peak_allocated).in(unit::bytes) + A.peak_allocated();
-        const ReplayedAllocations D = generate_allocations(s, w, t, ReplayedAllocations(room), r.stride);
-        if (!D.out_of_memory()) {
-          est.memory = summarize(moments, w.profile, ctx, Bytes(D.reserve()), /*at_least_measured_shares=*/true);
-          if (const Bytes over = est.memory.total - *w.device_memory; over > Bytes(0)) {  // the shares' floor
-            est.memory.allocator_slack -= over;
-            est.memory.reserved -= over;
-            est.memory.total -= over;
-          }
-          releases = D.releases();
-        }
-      }
-      est.memory.runs_in = runs_in;
-      if (releases > 0)
-        est.assumptions.push_back("freed segments fill this GPU: the caching allocator frees its cached ones " +
-                                  (releases == 1 ? std::string("once") : std::to_string(releases) + " times") +
-                                  " to make room (runs in: the least GPU it finishes on)");
-      else if (runs_in < est.memory.total)
-        est.assumptions.push_back("the caching allocator keeps freed segments cached: on a GPU with room it holds "
-                                  "them (total), on a smaller one it frees them when full and runs in less");
-    }
-  }
   if (pytorch)
     est.assumptions.push_back("profile pytorch: HF generate with the default dynamic KV cache (grown by torch.cat), "
                               "last-position logits, caching allocator, CUDA context measured on an H200");

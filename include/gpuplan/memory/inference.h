@@ -283,8 +283,9 @@ using Id = AllocationTimeline::Id;
 // Qwen3 / Gemma 3 / OLMo 2 normalise q and k (transformers' RMSNorm over `n` elements in `rows` rows) before the
 // rotary embedding: an fp32 copy, its square (freed once averaged), variance + eps and its rsqrt, the normalised
 // fp32, the 16-bit cast and the weight's product; the projection is freed after. Recorded (allocator trace,
-// Qwen3-0.6B prefill at batch 32 on an H200, measured_g1): per layer two 256 MiB fp32 blocks for q where the layer
-// norm upcasts 128 MiB: +x32 +sq +var −sq +eps +rsqrt −eps +y32 −rsqrt −x32 +cast +out −cast −y32 −var −proj.
+// Qwen3-0.6B prefill at batch 32 on an H200, measured_g1): per layer three 256 MiB fp32 blocks for q, two live at
+// a time, where the layer norm upcasts 128 MiB: +x32 +sq +var −sq +eps +rsqrt −eps +y32 −rsqrt −x32 +cast +out −cast
+// −y32 −var −proj. k's elements are its cache bytes over the compute dtype's (the cache keeps that dtype).
 template <class Sink>
 Id qk_norm(Sink& A, Id proj, double n, double rows, double c) {
   const Id x32 = A.malloc(4 * n), sq = A.malloc(4 * n), var = A.malloc(4 * rows);

@@ -14,6 +14,50 @@ namespace {
 constexpr double MiB = 1 << 20;
 }
 
+TEST_CASE("Devector: the same contents as a vector under random inserts and erases, in bounded room", "[allocator]") {
+  std::mt19937_64 rng(20261126);
+  gpuplan::detail::Devector<int> d;
+  std::vector<int> v;
+  std::size_t most = 0;
+  for (int op = 0; op < 20000; ++op) {
+    const auto r = rng() % 100;
+    // Phases that grow, shrink and hold it steady, with either end favoured (a queue, as when freed blocks go to the
+    // front and requests take from the back, runs through the room on one side and recentres in place).
+    const bool grow = (op / 2000) % 3 == 0, shrink = (op / 2000) % 3 == 1;
+    if (!v.empty() && (shrink ? r < 60 : grow ? r < 30 : r < 50)) {
+      const std::size_t i = r % 3 == 0 ? v.size() - 1 : r % 3 == 1 ? 0 : rng() % v.size();
+      d.erase(d.begin() + std::ptrdiff_t(i));
+      v.erase(v.begin() + std::ptrdiff_t(i));
+    } else {
+      const std::size_t i = r % 3 == 0 ? 0 : r % 3 == 1 ? v.size() : rng() % (v.size() + 1);
+      d.insert(d.begin() + std::ptrdiff_t(i), op);
+      v.insert(v.begin() + std::ptrdiff_t(i), op);
+    }
+    if (op % 5000 == 4999) {  // drop the odd elements
+      d.erase_if([](int x) { return x % 2 != 0; });
+      std::erase_if(v, [](int x) { return x % 2 != 0; });
+    }
+    most = std::max(most, v.size());
+    REQUIRE(d.size() == v.size());
+    REQUIRE(std::equal(d.begin(), d.end(), v.begin(), v.end()));
+    REQUIRE(d.capacity() < 8 * most + 16);  // it grows only when 4 × its elements + 8 exceed the buffer, at most 2×
+  }
+  // Queues of a few elements, 100,000 through each, one way and the other: the room runs out on one side again and
+  // again, and the elements are moved back to the middle of the buffer it grew to once (4 × 4 elements + 8).
+  for (const bool at_front : {true, false}) {
+    gpuplan::detail::Devector<int> q;
+    for (int x = 0; x < 100000; ++x) {
+      q.insert(at_front ? q.begin() : q.end(), x);
+      if (q.size() > 3) q.erase(at_front ? q.end() - 1 : q.begin());
+      REQUIRE((at_front ? q.back() : q.front()) == std::max(0, x - 2));
+      REQUIRE((at_front ? q.front() : q.back()) == x);
+    }
+    CHECK(q.capacity() <= 4 * 4 + 8);
+    q.clear();
+    CHECK(q.empty());
+  }
+}
+
 TEST_CASE("CachingAllocatorModel: segment sizes by request size", "[allocator]") {
   CachingAllocatorModel a;
   a.malloc(100);  // ≤ 1 MiB: a 2 MiB small-pool segment
@@ -208,6 +252,28 @@ TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference ov
     auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
     for (int op = 0; op < 3000; ++op) lockstep(rng, sizes, model, ref, live, same);
   }
+}
+
+TEST_CASE("CachingAllocatorModel: long runs of near-equal free blocks choose as the reference does", "[allocator]") {
+  // Three sizes 512 B apart (one size class) and one that splits 20 MiB segments: the holes random frees leave
+  // between live blocks pile up in one class, hundreds long, filed at its front, its back and inside, and taken
+  // from either end of it (a layer's tensors freed in every layer do this to the model's classes).
+  std::mt19937_64 rng(20261125);
+  const std::vector<double> sizes = {3 * MiB, 3 * MiB + 512, 3 * MiB + 1024, 7 * MiB};
+  CachingAllocatorModel model;
+  ReferenceAllocator ref;
+  Live live;
+  auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
+  // Then most live blocks are freed and the classes shrink, and the steps go on in the storage that is left.
+  for (int op = 0; op < 4000; ++op) lockstep(rng, sizes, model, ref, live, same);
+  for (std::size_t keep = live.size() / 8; live.size() > keep;) {
+    const std::size_t i = rng() % live.size();
+    model.free(live[i].first);
+    ref.free(live[i].second);
+    live[i] = live.back();
+    live.pop_back();
+  }
+  for (int op = 0; op < 4000; ++op) lockstep(rng, sizes, model, ref, live, same);
 }
 
 TEST_CASE("CachingAllocatorModel: at its capacity it frees its cached segments as the reference does", "[allocator]") {

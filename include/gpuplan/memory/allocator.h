@@ -322,6 +322,26 @@ class CachingAllocatorModel {
           if (!classes.empty()) classes[w * 64 + std::size_t(std::countr_zero(filled[w]))].clear();
       words = 0;
     }
+
+    // A copy visits only the classes that hold blocks (a serving replay copies the model after prefill, when a few
+    // dozen of a pool's 800 classes do).
+    Pool() = default;
+    Pool(const Pool& o) { *this = o; }
+    Pool& operator=(const Pool& o) {
+      if (this == &o) return *this;
+      clear();
+      if (!o.classes.empty()) classes.resize(kClasses);
+      for (int w = 0; w < kWords; ++w)
+        for (std::uint64_t bits = o.filled[w]; bits != 0; bits &= bits - 1) {
+          const std::size_t c = std::size_t(w) * 64 + std::size_t(std::countr_zero(bits));
+          classes[c] = o.classes[c];
+        }
+      std::copy(std::begin(o.filled), std::end(o.filled), filled);
+      words = o.words;
+      return *this;
+    }
+    Pool(Pool&&) = default;
+    Pool& operator=(Pool&&) = default;
   };
   static constexpr std::size_t kStreams = 8;  // streams modelled: FSDP2's use 0 and 1
 

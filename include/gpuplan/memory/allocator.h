@@ -22,9 +22,10 @@ template <class T>
 class Devector {
  public:
   Devector() = default;
-  // A copy holds the elements only, without the room (a replay copies a model of ~800 classes per pool, most of
-  // them empty: copying their room was a quarter of a serving estimate).
-  Devector(const Devector& o) : buf_(o.buf_.begin() + std::ptrdiff_t(o.head_), o.buf_.begin() + std::ptrdiff_t(o.tail_)), tail_(buf_.size()) {}
+  // A copy holds the elements only, not the room (HF generate's replay copies its model after prefill, and room
+  // copied would be allocated for nothing).
+  Devector(const Devector& o)
+      : buf_(o.buf_.begin() + std::ptrdiff_t(o.head_), o.buf_.begin() + std::ptrdiff_t(o.tail_)), tail_(buf_.size()) {}
   Devector& operator=(const Devector& o) {
     if (this != &o) {
       buf_.assign(o.buf_.begin() + std::ptrdiff_t(o.head_), o.buf_.begin() + std::ptrdiff_t(o.tail_));

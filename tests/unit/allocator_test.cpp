@@ -256,16 +256,16 @@ TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference ov
 
 TEST_CASE("CachingAllocatorModel: long runs of near-equal free blocks choose as the reference does", "[allocator]") {
   // Three sizes 512 B apart (one size class) and one that splits 20 MiB segments: the holes random frees leave
-  // between live blocks pile up in one class, hundreds long, filed at its front, its back and inside, and taken
-  // from either end of it (a layer's tensors freed in every layer do this to the model's classes).
+  // between live blocks pile up in one class (up to 168 long, counted once), filed at its front, its back and
+  // inside, and taken from either end of it (a layer's tensors freed in every layer do this to the model's classes).
   std::mt19937_64 rng(20261125);
   const std::vector<double> sizes = {3 * MiB, 3 * MiB + 512, 3 * MiB + 1024, 7 * MiB};
   CachingAllocatorModel model;
   ReferenceAllocator ref;
   Live live;
   auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
-  // Then most live blocks are freed and the classes shrink, and the steps go on in the storage that is left.
   for (int op = 0; op < 4000; ++op) lockstep(rng, sizes, model, ref, live, same);
+  // Then most live blocks are freed and the classes shrink, and the steps go on in the storage that is left.
   for (std::size_t keep = live.size() / 8; live.size() > keep;) {
     const std::size_t i = rng() % live.size();
     model.free(live[i].first);

@@ -1,16 +1,24 @@
 #include "hub.h"
 
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
-#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
 #include <gpuplan/error.h>
@@ -32,78 +40,123 @@ struct Answer {
   std::uint64_t total = 0;  // the whole file's size, from Content-Range (206 answers)
 };
 
-struct Transfer {
-  std::string body;
-  std::size_t limit = 0;
-  bool overflow = false;
-  std::uint64_t total = 0;
+// Each GET runs the curl program (Debian package curl). gpuplan is linked statically (CMakeLists.txt says why), and
+// a static program can neither link libcurl (its ~30 shared libraries) nor safely dlopen it (the copy of libc that
+// would come with it cannot start curl's resolver threads).
+constexpr const char* curl_program = "curl";
+constexpr std::size_t max_token_bytes = 1024;  // Hub tokens are ~40 characters
+constexpr std::string_view status_marker = "\ngpuplan-status ";  // begins the trailer --write-out prints after the body
+constexpr std::size_t max_error_bytes = 64u << 10;  // of curl's stderr (one line is expected)
+
+// A file descriptor that closes itself.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
 };
 
-std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const std::size_t bytes = size * n;
-  if (t->body.size() + bytes > t->limit) {
-    t->overflow = true;
-    return 0;  // stops the transfer: an answer larger than anything this reader expects
+struct Pipe {
+  Fd read, write;
+  Pipe() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) throw DataError(std::string("cannot start curl (pipe: ") + std::strerror(errno) + ")");
+    read.fd = p[0];
+    write.fd = p[1];
   }
-  t->body.append(data, bytes);
-  return bytes;
-}
+};
 
-// "Content-Range: bytes 0-7/16060522496" → the total; every response of a redirect chain resets it.
-std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  std::string_view line(data, size * n);
-  constexpr std::string_view key = "content-range:";
-  if (line.size() > key.size()) {
-    std::string head(line.substr(0, key.size()));
-    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (head == key) {
-      const auto slash = line.rfind('/');
-      if (slash != std::string_view::npos) t->total = std::strtoull(std::string(line.substr(slash + 1)).c_str(), nullptr, 10);
+struct CurlRun {
+  int exit_status = 0;  // curl's exit code; -1 when a signal ended it
+  std::string out, err;
+  bool overflow = false;  // stdout passed its bound: curl was stopped
+};
+
+// Runs curl with `args`, `input` on its stdin, reading at most `out_limit` bytes of its stdout.
+CurlRun run_curl(const std::vector<std::string>& args, const std::string& input, std::size_t out_limit) {
+  Pipe in, out, err;
+  // The input is written before curl starts: it fits in the pipe's buffer (the caller keeps it under PIPE_BUF
+  // bytes), so writing never blocks and curl reads it whole.
+  static_assert(max_token_bytes + 64 <= PIPE_BUF);
+  if (!input.empty() && ::write(in.write.fd, input.data(), input.size()) != static_cast<ssize_t>(input.size()))
+    throw DataError(std::string("cannot start curl (write: ") + std::strerror(errno) + ")");
+  in.write.reset();
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in.read.fd, 0);
+  posix_spawn_file_actions_adddup2(&fa, out.write.fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, err.write.fd, 2);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // nothing else of gpuplan's is curl's
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, curl_program, &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (spawned == ENOENT) throw DataError("the Hub needs the curl program (Debian package curl): not found on PATH");
+  if (spawned != 0) throw DataError(std::string("cannot start curl (") + std::strerror(spawned) + ")");
+  in.read.reset();
+  out.write.reset();
+  err.write.reset();
+
+  CurlRun r;
+  char buf[1 << 16];
+  while (out.read.fd >= 0 || err.read.fd >= 0) {
+    pollfd fds[2] = {{out.read.fd, POLLIN, 0}, {err.read.fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      Fd& fd = i == 0 ? out.read : err.read;
+      const ssize_t n = ::read(fd.fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        fd.reset();
+        continue;
+      }
+      std::string& to = i == 0 ? r.out : r.err;
+      const std::size_t bound = i == 0 ? out_limit : max_error_bytes;
+      if (to.size() + std::size_t(n) > bound) {
+        if (i == 0) {  // an answer larger than anything the caller expects: stop curl
+          r.overflow = true;
+          ::kill(pid, SIGTERM);
+        }
+        fd.reset();
+        continue;
+      }
+      to.append(buf, std::size_t(n));
     }
   }
-  if (line.rfind("HTTP/", 0) == 0) t->total = 0;
-  return size * n;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
-// libcurl is opened when the Hub is first asked, not linked: linked, it and the ~30 libraries it depends on (TLS,
-// Kerberos, LDAP, ...) cost every gpuplan process some 15 ms of dynamic loading that only a Hub fetch needs. The
-// soname libcurl.so.4 is the ABI every libcurl 7.16+ and 8.x keeps; the declarations come from its own header.
-struct Curl {
-  decltype(&curl_global_init) global_init;
-  decltype(&curl_easy_init) easy_init;
-  decltype(&curl_easy_cleanup) easy_cleanup;
-  decltype(&curl_easy_setopt) easy_setopt;
-  decltype(&curl_easy_perform) easy_perform;
-  decltype(&curl_easy_getinfo) easy_getinfo;
-  decltype(&curl_easy_strerror) easy_strerror;
-  decltype(&curl_slist_append) slist_append;
-  decltype(&curl_slist_free_all) slist_free_all;
-};
+// curl's last error line without its "curl: (N) " prefix.
+std::string curl_error(const CurlRun& r) {
+  std::string e = r.err;
+  while (!e.empty() && (e.back() == '\n' || e.back() == '\r')) e.pop_back();
+  e = e.substr(e.rfind('\n') == std::string::npos ? 0 : e.rfind('\n') + 1);
+  if (e.rfind("curl: (", 0) == 0 && e.find(") ") != std::string::npos) e = e.substr(e.find(") ") + 2);
+  return e.empty() ? "curl exited with status " + std::to_string(r.exit_status) : e;
+}
 
-const Curl& curl_library() {
-  static const Curl api = [] {
-    void* lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) throw DataError("the Hub needs libcurl (libcurl.so.4, Debian package libcurl4): cannot load it");
-    auto symbol = [lib](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) throw DataError(std::string("libcurl.so.4 has no ") + name);
-    };
-    Curl c{};
-    symbol(c.global_init, "curl_global_init");
-    symbol(c.easy_init, "curl_easy_init");
-    symbol(c.easy_cleanup, "curl_easy_cleanup");
-    symbol(c.easy_setopt, "curl_easy_setopt");
-    symbol(c.easy_perform, "curl_easy_perform");
-    symbol(c.easy_getinfo, "curl_easy_getinfo");
-    symbol(c.easy_strerror, "curl_easy_strerror");
-    symbol(c.slist_append, "curl_slist_append");
-    symbol(c.slist_free_all, "curl_slist_free_all");
-    if (c.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw DataError("cannot initialise libcurl");
-    return c;
-  }();
-  return api;
+// "bytes 0-7/16060522496" → the total (0 when absent or malformed).
+std::uint64_t range_total(std::string_view v) {
+  const auto slash = v.rfind('/');
+  if (slash == std::string_view::npos) return 0;
+  return std::strtoull(std::string(v.substr(slash + 1)).c_str(), nullptr, 10);
 }
 
 std::string percent_encode_slashes(const std::string& s) {
@@ -115,45 +168,51 @@ std::string percent_encode_slashes(const std::string& s) {
 class Hub {
  public:
   Hub(const HubSettings& s, std::string repo, std::string revision)
-      : s_(s), repo_(std::move(repo)), revision_(std::move(revision)), curl_(curl_library()) {}
+      : s_(s), repo_(std::move(repo)), revision_(std::move(revision)) {}
 
   // GET a repository file, whole (limit bytes at most) or the byte range [from, to].
   Answer get(const std::string& file, std::size_t limit, std::uint64_t from = 0, std::uint64_t to = 0) const {
     const std::string url = s_.endpoint + "/" + repo_ + "/resolve/" + percent_encode_slashes(revision_) + "/" + file;
-    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_.easy_init(), curl_.easy_cleanup);
-    if (!curl) throw DataError("cannot initialise libcurl");
-    Transfer t;
-    t.limit = limit;
-    curl_slist* headers = nullptr;
-    const std::string auth = "Authorization: Bearer " + s_.token;
-    if (!s_.token.empty()) headers = curl_.slist_append(headers, auth.c_str());
-    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_.slist_free_all);
-    const std::string range = std::to_string(from) + "-" + std::to_string(to);
-    CURL* c = curl.get();
-    curl_.easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);  // resolve/ answers with a redirect to the CDN
-    curl_.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);       // (libcurl drops Authorization when the host changes)
-    curl_.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, connect_timeout_s);
-    curl_.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, stall_timeout_s);
-    curl_.easy_setopt(c, CURLOPT_USERAGENT, "gpuplan");
-    curl_.easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
-    curl_.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_.easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    curl_.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_.easy_setopt(c, CURLOPT_HEADERDATA, &t);
-    if (to > 0) curl_.easy_setopt(c, CURLOPT_RANGE, range.c_str());
-    const CURLcode rc = curl_.easy_perform(c);
+    std::vector<std::string> args = {
+        curl_program, "-q",  // first: no ~/.curlrc
+        "--silent", "--show-error", "--globoff", "--fail",
+        "--location", "--max-redirs", "5",  // resolve/ answers with a redirect to the CDN; curl drops the
+                                            // Authorization header when the host changes
+        "--proto", "=http,https", "--proto-redir", "=http,https",
+        "--connect-timeout", std::to_string(connect_timeout_s),
+        "--speed-limit", "1024", "--speed-time", std::to_string(stall_timeout_s),
+        "--user-agent", "gpuplan",
+        "--max-filesize", std::to_string(limit),  // refused up front when the answer says its length
+        "--write-out", std::string(status_marker) + "%{http_code} %header{content-range}",  // curl 7.84+
+        "--output", "-"};
+    if (to > 0) args.insert(args.end(), {"--range", std::to_string(from) + "-" + std::to_string(to)});
+    // The token goes on curl's stdin, never on its command line (which other users can read).
+    std::string headers;
+    if (!s_.token.empty()) {
+      if (s_.token.size() > max_token_bytes)
+        throw InputError("the Hub token is over " + std::to_string(max_token_bytes) + " bytes");
+      if (s_.token.find_first_of("\r\n") != std::string::npos) throw InputError("the Hub token holds a line break");
+      headers = "Authorization: Bearer " + s_.token + "\n";
+      args.insert(args.end(), {"--header", "@-"});
+    }
+    args.insert(args.end(), {"--url", url});
+    CurlRun r = run_curl(args, headers, limit + 256);  // the body, then the trailer
+    const auto mark = r.out.rfind(status_marker);  // the last one: a body may hold the marker too
+    const bool marked = !r.overflow && mark != std::string::npos;
     Answer a;
-    curl_.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
-    if (a.status >= 400) return a;  // its body (an error page) is not read
-    if (t.overflow) throw DataError(where(file) + ": the answer is over " + std::to_string(limit) + " bytes");
-    if (rc != CURLE_OK)
-      throw DataError(where(file) + ": cannot reach " + s_.endpoint + " (" + curl_.easy_strerror(rc) + ")");
-    a.body = std::move(t.body);
-    a.total = t.total;
+    if (marked) {
+      std::string_view trailer = std::string_view(r.out).substr(mark + status_marker.size());
+      a.status = std::strtol(std::string(trailer.substr(0, trailer.find(' '))).c_str(), nullptr, 10);
+      a.total = trailer.find(' ') == std::string_view::npos ? 0 : range_total(trailer.substr(trailer.find(' ') + 1));
+    }
+    if (a.status >= 400) return a;  // --fail: its body (an error page) is not read
+    if (r.overflow || r.exit_status == 63)  // 63: CURLE_FILESIZE_EXCEEDED
+      throw DataError(where(file) + ": the answer is over " + std::to_string(limit) + " bytes");
+    if (r.exit_status != 0 || !marked)
+      throw DataError(where(file) + ": cannot reach " + s_.endpoint + " (" + curl_error(r) + ")");
+    r.out.resize(mark);
+    if (r.out.size() > limit) throw DataError(where(file) + ": the answer is over " + std::to_string(limit) + " bytes");
+    a.body = std::move(r.out);
     return a;
   }
 
@@ -189,7 +248,6 @@ class Hub {
  private:
   const HubSettings& s_;
   std::string repo_, revision_;
-  const Curl& curl_;
 };
 
 void write_file(const fs::path& p, const std::string& bytes, std::uint64_t size) {

@@ -1,5 +1,5 @@
-// The Hugging Face Hub over HTTPS (libcurl): a model's config.json, its safetensors index and each safetensors
-// file's header, fetched by HTTP Range requests and mirrored into gpuplan's cache as sparse files, so the folder
+// The Hugging Face Hub over HTTPS (through the curl program): a model's config.json, its safetensors index and each
+// safetensors file's header, fetched by HTTP Range requests and mirrored into gpuplan's cache as sparse files, so the folder
 // reader sees a Hugging Face folder and a second run needs no network. Weights are never downloaded.
 #pragma once
 #include <cstddef>

@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from make_fixtures import write_folder  # noqa: E402
 
 TOKEN = "hf_test_secret_7c1f"
 failures = []
-served = {"bytes": 0, "safetensors_bytes": 0, "requests": 0, "auth_to_cdn": 0}
+served = {"bytes": 0, "safetensors_bytes": 0, "requests": 0, "auth_to_cdn": 0, "cdn_requests": 0}
 
 
 def check(name, cond, detail=""):
@@ -79,6 +80,14 @@ def hostile(root):
     with open(os.path.join(d, "model.safetensors"), "wb") as f:
         f.write((1 << 40).to_bytes(8, "little"))  # a 1 TiB header: refused before anything is allocated
         f.truncate(1 << 20)
+    # A server that ignores Range and sends the whole 1 MiB file: the client stops reading past its bound.
+    d = os.path.join(root, "evil", "no-range")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(root, "openai", "gpt-oss-20b", "config.json")) as src, open(os.path.join(d, "config.json"), "w") as f:
+        f.write(src.read())
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write((100).to_bytes(8, "little"))
+        f.truncate(1 << 20)
 
 
 def serve(root, gated):
@@ -90,7 +99,7 @@ def serve(root, gated):
             size = os.path.getsize(path)
             rng = self.headers.get("Range")
             start, end, status = 0, size - 1, 200
-            if rng:
+            if rng and "no-range" not in path:
                 m = re.fullmatch(r"bytes=(\d+)-(\d+)", rng)
                 start, end, status = int(m[1]), min(int(m[2]), size - 1), 206
             n = end - start + 1
@@ -99,14 +108,18 @@ def serve(root, gated):
                 self.end_headers()
                 return
             self.send_response(status)
-            self.send_header("Content-Length", str(n))
+            if "no-range" not in path:  # else no length: the client's own bound must stop it, not curl's --max-filesize
+                self.send_header("Content-Length", str(n))
             if status == 206:
                 self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
             self.end_headers()
             with open(path, "rb") as f:
                 f.seek(start)
                 data = f.read(n)
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client stopped reading (range ignored)
+                return
             served["bytes"] += len(data)
             if path.endswith(".safetensors"):
                 served["safetensors_bytes"] += len(data)
@@ -115,6 +128,7 @@ def serve(root, gated):
             served["requests"] += 1
             parts = self.path.split("/")
             if parts[1] == "cdn":  # /cdn/{org}/{name}/{file}
+                served["cdn_requests"] += 1
                 if self.headers.get("Authorization"):
                     served["auth_to_cdn"] += 1
                 path = os.path.join(root, *parts[2:])
@@ -128,9 +142,9 @@ def serve(root, gated):
             path = os.path.join(root, org, name, file)
             if rev != "main" or not os.path.isfile(path):
                 return self.send_error(404)
-            if file.endswith(".safetensors"):  # the Hub redirects weights to its CDN
+            if file.endswith(".safetensors") and org != "evil":  # the Hub redirects weights to its CDN, another host
                 self.send_response(302)
-                self.send_header("Location", f"/cdn/{org}/{name}/{file}")
+                self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/cdn/{org}/{name}/{file}")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
@@ -181,7 +195,6 @@ def main():
             check("gpt-oss stored bytes", stored == gpt_oss_bytes and abs(stored - 13.8e9) < 0.01 * 13.8e9, (stored, gpt_oss_bytes))
             check("gpt-oss format", ck.get("quantization") == "mxfp4", ck)
         check("headers only", served["safetensors_bytes"] < 4 << 20, served)
-        check("no token to the cdn", served["auth_to_cdn"] == 0, served)
 
         # A second run is answered from the cache, with the network off.
         before = served["requests"]
@@ -199,9 +212,21 @@ def main():
         if rc == 0:
             ck = json.loads(out)["model"]["source"]["checkpoint"]
             check("llama bytes", ck["language_model_bytes"] == 16_060_522_496, ck["language_model_bytes"])
-        rc, out2, err2 = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--format", "json"], dict(env, HF_TOKEN=TOKEN))
+        # Through a stand-in curl that logs its command line, then runs the real one (another cache: fetched again).
+        bin_dir = os.path.join(tmp, "bin")
+        os.makedirs(bin_dir)
+        argv_log = os.path.join(tmp, "curl-argv")
+        with open(os.path.join(bin_dir, "curl"), "w") as f:
+            f.write(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {argv_log}\nexec {shutil.which("curl")} "$@"\n')
+        os.chmod(os.path.join(bin_dir, "curl"), 0o755)
+        logged = dict(env, HF_TOKEN=TOKEN, PATH=bin_dir + os.pathsep + env["PATH"], XDG_CACHE_HOME=os.path.join(tmp, "xdg2"))
+        rc, out2, err2 = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--format", "json"], logged)
         check("gated with HF_TOKEN", rc == 0, err2)
-        for d, _, files in os.walk(cache):
+        with open(argv_log) as f:
+            argv = f.read()
+        check("token not on curl's command line", "--header" in argv and TOKEN not in argv, argv[:200])
+        check("no token to the cdn", served["auth_to_cdn"] == 0 and served["cdn_requests"] > 0, served)
+        for d, _, files in [w for c in (cache, logged["XDG_CACHE_HOME"]) for w in os.walk(c)]:
             for f in files:
                 with open(os.path.join(d, f), "rb") as fh:
                     check("token not cached", TOKEN.encode() not in fh.read(1 << 20), os.path.join(d, f))
@@ -212,15 +237,20 @@ def main():
                 ("404 repo", "nobody/no-such-model", {}, "no such model or revision"),
                 ("404 revision", "Qwen/Qwen3-30B-A3B@v9", {}, "no such model or revision"),
                 ("huge header", "evil/huge-header", {}, "header"),
-                ("unreachable", "Qwen/Qwen3-32B", {"HF_ENDPOINT": "http://127.0.0.1:9"}, "cannot reach")):
+                ("range ignored", "evil/no-range", {}, "the answer is over 8 bytes"),  # the 8-byte probe
+                ("unreachable", "Qwen/Qwen3-32B", {"HF_ENDPOINT": "http://127.0.0.1:9"}, "cannot reach"),
+                ("no curl", "Qwen/Qwen3-32B", {"PATH": tmp}, "needs the curl program")):
             rc, out, err = run(binary, ["infer", "--model", model], dict(env, **extra_env))
             check(name, rc == 3 and expect in err and err.count("\n") == 1 and not out, (rc, err))
+        # A token that would add a header line is refused before anything is sent (usage error).
+        rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-32B", "--hf-token", "abc\nX-Evil: 1"], env)
+        check("token with a line break", rc == 2 and "line break" in err and err.count("\n") == 1, (rc, err))
         server.shutdown()
 
     if failures:
         print("\n".join(failures))
         return 1
-    print("ok: Hub over HTTP (loopback), headers only, cache, offline, token, 401/404/unreachable/hostile")
+    print("ok: Hub over HTTP (loopback, through curl), headers only, cache, offline, token, 401/404/unreachable/hostile")
     return 0
 
 

@@ -126,6 +126,7 @@ inline std::vector<Moment> training_moments(const ModelSpec& s, const TrainingWo
                                             const ShardInventory& inv, const ModelStates& m, const StepTensors& t) {
   const detail::StepResidents r = detail::step_residents(inv, m, t, w, st);
   detail::MomentList out{r, {}};
+  out.moments.reserve(std::size_t(s.layers) + 6);  // one per layer, six at most besides: no moment is moved
   detail::forward_moments(out, t, st);
   detail::backward_moments(out, t, m, s, w, st);
   out.add("optimizer", "step", r.params, m.grads, 0, t.loss.all_outputs, r.overhead + t.step_temp);

@@ -6,10 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <set>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -52,7 +51,6 @@ constexpr std::size_t max_error_bytes = 64u << 10;  // of curl's stderr (one lin
 struct Fd {
   int fd = -1;
   Fd() = default;
-  explicit Fd(int f) : fd(f) {}
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   ~Fd() { reset(); }
@@ -112,6 +110,7 @@ CurlRun run_curl(const std::vector<std::string>& args, const std::string& input,
     pollfd fds[2] = {{out.read.fd, POLLIN, 0}, {err.read.fd, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
+      ::kill(pid, SIGTERM);  // not read any more, curl could block on a full pipe: stop it before waiting
       break;
     }
     for (int i = 0; i < 2; ++i) {

@@ -81,7 +81,7 @@ CurlRun run_curl(const std::vector<std::string>& args, const std::string& input,
   Pipe in, out, err;
   // The input is written before curl starts: it fits in the pipe's buffer (the caller keeps it under PIPE_BUF
   // bytes), so writing never blocks and curl reads it whole.
-  static_assert(max_token_bytes + 64 <= PIPE_BUF);
+  static_assert(max_token_bytes + 64 <= PIPE_BUF);  // the token and "Authorization: Bearer \n"
   if (!input.empty() && ::write(in.write.fd, input.data(), input.size()) != static_cast<ssize_t>(input.size()))
     throw DataError(std::string("cannot start curl (write: ") + std::strerror(errno) + ")");
   in.write.reset();
@@ -195,7 +195,7 @@ class Hub {
       args.insert(args.end(), {"--header", "@-"});
     }
     args.insert(args.end(), {"--url", url});
-    CurlRun r = run_curl(args, headers, limit + 256);  // the body, then the trailer
+    CurlRun r = run_curl(args, headers, limit + 256);  // the body, then the trailer (under 80 bytes)
     const auto mark = r.out.rfind(status_marker);  // the last one: a body may hold the marker too
     const bool marked = !r.overflow && mark != std::string::npos;
     Answer a;

@@ -386,15 +386,26 @@ class CachingAllocatorModel {
     // The ends first: a freed block nearly always goes to one of them.
     v.insert(!Entry::later(e, v.back())   ? v.end()
              : Entry::later(e, v.front()) ? v.begin()
-                                          : std::upper_bound(v.begin(), v.end(), e, Entry::later),
+                                          : near_back(v, [&](const Entry& x) { return Entry::later(e, x); }),
              e);
+  }
+  // The first entry of v for which `after` holds (it holds for a suffix). When not at an end, the place is nearly
+  // always among the last few (a 405B training replay: 8 in 10 within 8 of the back, in runs of ~250 equal sizes),
+  // so those are walked before searching the rest.
+  template <class After>
+  [[gnu::always_inline]] static Entry* near_back(Class& v, After after) {
+    Entry* p = v.end();
+    for (int k = 0; k < 8 && p != v.begin(); ++k, --p)
+      if (!after(*(p - 1))) return p;
+    return std::partition_point(v.begin(), p, [&](const Entry& x) { return !after(x); });
   }
   [[gnu::always_inline]] void erase_free(Handle b) {
     const Block& blk = blocks_[b];
     Pool& p = pools_[blk.pool];
     const int c = blk.size_class;
     auto& v = p.classes[c];
-    v.erase(std::lower_bound(v.begin(), v.end(), Entry{blk.size, blk.order, b}, Entry::later));
+    const Entry e{blk.size, blk.order, b};
+    v.erase(near_back(v, [&](const Entry& x) { return !Entry::later(x, e); }));
     if (v.empty()) p.mark(c, false);
   }
 

@@ -10,6 +10,7 @@ peak statistics and the CUDA context are clean. Models are random-initialised fr
 The plan is a list of {"name", "mode": "train"|"infer", "config": {model_type + HF config fields},
 "workload": {...}} with workload fields as in the calibration README.
 """
+import contextlib
 import json
 import os
 import subprocess
@@ -38,6 +39,70 @@ def end_context(torch):
     """The same at the end of the run, after cuBLAS/SDPA kernels were loaded."""
     free, total = torch.cuda.mem_get_info()
     return (total - free) - torch.cuda.memory_reserved()
+
+
+def training_loss(torch, model, kind):
+    """The loss of one micro-batch, as a function of the token ids.
+    hf: the model's own causal-LM loss (labels=input_ids: full logits, upcast to fp32 inside the loss).
+    chunked: torchtune's CEWithChunkedOutputLoss (torchtune 0.6 modules/loss/ce_chunked_output_loss.py): the output
+      projection applied to 8 chunks of the hidden states, each chunk's logits upcast to fp32 in its own
+      cross_entropy(reduction="sum"), the sum divided by the token count.
+    fused: Liger's fused linear cross-entropy (liger-kernel 0.5 ops/fused_linear_cross_entropy.py) in plain PyTorch:
+      rows in chunks of next_pow2(ceil(BT / ceil(V / H))); per chunk the 16-bit logits, their fp32 softmax, the logit
+      gradient, and at once the input's and the weight's gradients; no logits survive the forward."""
+    import math
+    import torch.nn.functional as F
+    if kind == "hf":
+        return lambda ids: model(input_ids=ids, labels=ids).loss
+    base, head = model.get_decoder(), model.get_output_embeddings()
+
+    def shifted(ids):
+        h = base(input_ids=ids).last_hidden_state[:, :-1]
+        return h, ids[:, 1:]
+
+    if kind == "chunked":
+        def chunked(ids):
+            h, labels = shifted(ids)
+            total = sum(F.cross_entropy(head(hc).float().flatten(0, 1), lc.flatten(), reduction="sum")
+                        for hc, lc in zip(h.chunk(8, dim=1), labels.chunk(8, dim=1)))
+            return total / labels.numel()
+        return chunked
+
+    class FusedLinearCE(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, target):
+            n, hdim = x.shape
+            vocab = weight.shape[0]
+            chunk = 1 << max(0, math.ceil(math.log2(math.ceil(n / math.ceil(vocab / hdim)))))
+            grad_x = torch.zeros_like(x)
+            grad_w = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
+            loss = torch.zeros((), device=x.device, dtype=torch.float32)
+            for i in range(0, n, chunk):
+                xc, tc = x[i:i + chunk], target[i:i + chunk]
+                logits = (xc @ weight.t()).float()
+                loss += F.cross_entropy(logits, tc, reduction="sum")
+                g = logits.softmax(-1)
+                g[torch.arange(len(tc), device=x.device), tc] -= 1
+                g = (g / n).to(x.dtype)
+                del logits
+                grad_x[i:i + chunk] = g @ weight
+                if grad_w is not None:
+                    grad_w.addmm_(g.t(), xc)
+                del g
+            ctx.save_for_backward(grad_x, grad_w)
+            return loss / n
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            grad_x, grad_w = ctx.saved_tensors
+            return grad_x * grad_out, (None if grad_w is None else grad_w * grad_out), None
+
+    def fused(ids):
+        h, labels = shifted(ids)
+        return FusedLinearCE.apply(h.flatten(0, 1), head.weight, labels.flatten())
+    if kind != "fused":
+        raise SystemExit(f"unknown loss {kind}")
+    return fused
 
 
 def run_train(case, cfg):
@@ -82,18 +147,15 @@ def run_train(case, cfg):
     else:
         raise SystemExit(f"unknown optimizer {o}")
     ids = torch.randint(0, cfg.vocab_size, (w["batch"], w["seq"]), device="cuda")
-    phases = []
-    t_last = 0.0
-    for step in range(3):
-        torch.cuda.reset_peak_memory_stats()
-        torch.cuda.synchronize()
-        t0 = time.time()
+    loss_of = training_loss(torch, model, w.get("loss", "hf"))
+    offload = (torch.autograd.graph.save_on_cpu(pin_memory=True) if w.get("activation_offload")
+               else contextlib.nullcontext())
+
+    def step():
         # As HF Trainer does: keep only the loss, so the logits are freed before backward.
-        if prec == "amp-bf16":
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = model(input_ids=ids, labels=ids).loss
-        else:
-            loss = model(input_ids=ids, labels=ids).loss
+        with offload, (torch.autocast("cuda", dtype=torch.bfloat16) if prec == "amp-bf16"
+                       else contextlib.nullcontext()):
+            loss = loss_of(ids)
         torch.cuda.synchronize()
         ph = {"fwd_peak": torch.cuda.max_memory_allocated()}
         loss.backward()
@@ -104,15 +166,25 @@ def run_train(case, cfg):
         del loss
         torch.cuda.synchronize()
         ph["step_peak"] = torch.cuda.max_memory_allocated()
-        t_last = time.time() - t0
-        phases.append(ph)
-        if step == 0:
-            peak_alloc, peak_res = 0, 0
+        return ph
+
+    phases = []
+    peak_alloc, peak_res = 0, 0
+    for _ in range(3):
+        torch.cuda.reset_peak_memory_stats()
+        phases.append(step())
         peak_alloc = max(peak_alloc, torch.cuda.max_memory_allocated())
         peak_res = max(peak_res, torch.cuda.max_memory_reserved())
+    # Step time: the median of further steps, after the three above warmed the allocator, cuBLAS and the clocks.
+    times = []
+    for _ in range(w.get("timed_steps", 3)):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    m["step_seconds"] = sorted(times)[len(times) // 2]
+    m["step_seconds_all"] = times
     m["state_after_step_bytes"] = torch.cuda.memory_allocated()
     m["phases"] = phases
-    m["step_seconds"] = t_last
     return m, peak_alloc, peak_res
 
 
@@ -152,7 +224,30 @@ def run_infer(case, cfg):
     stats = torch.cuda.memory_stats()
     m.update({k: stats[s] for k, s in (("alloc_retries", "num_alloc_retries"), ("device_allocs", "num_device_alloc"),
                                        ("device_frees", "num_device_free")) if s in stats})
-    return m, torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    alloc, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    del out, cache
+    if w.get("timed", True) and w["new_tokens"] > 1:
+        m.update(generate_times(torch, model, ids, w["new_tokens"]))
+    return m, alloc, reserved
+
+
+def generate_times(torch, model, ids, new_tokens):
+    """Warm timings after the measured run: the prefill (generate of one token) and the whole generate, each the
+    median of three; a decode step is their difference over the remaining tokens."""
+    def timed(n):
+        runs = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
+                               min_new_tokens=n, do_sample=False, pad_token_id=0)
+            torch.cuda.synchronize()
+            runs.append(time.perf_counter() - t0)
+        return sorted(runs)[1]
+    prefill, whole = timed(1), timed(new_tokens)
+    return {"prefill_seconds": prefill, "generate_seconds": whole,
+            "decode_step_seconds": (whole - prefill) / (new_tokens - 1)}
 
 
 def write_trace(torch, name):

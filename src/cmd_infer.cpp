@@ -154,13 +154,16 @@ nlohmann::json infer_report(const InferOptions& o) {
     const double avg_ctx = average_decode_context(double(est.context_tokens), double(w.new_tokens));
     const Throughput t = serving_throughput(spec, *device, est.weights, est.weight_bytes.in(unit::bytes),
                                             est.kv_bytes_per_token.in(unit::bytes), w.batch, w.prompt_len, avg_ctx,
-                                            w.tp, eff);
+                                            w.tp, eff, w.profile);
     report["throughput"] = {{"prefill_tokens_per_s", t.prefill_tokens_per_s},
                             {"decode_tokens_per_s", t.decode_tokens_per_s},
                             {"decode_tokens_per_s_per_sequence", t.decode_tokens_per_s / double(w.batch)},
                             {"time_to_first_token_seconds", t.prefill.in(unit::seconds)},
                             {"per_token_latency_seconds", t.decode_step.in(unit::seconds)},
-                            {"decode_bound", t.decode_compute_bound ? "compute" : "memory bandwidth"},
+                            {"decode_bound", t.decode_host_bound      ? "host (eager operators)"
+                                             : t.decode_compute_bound ? "compute"
+                                                                      : "memory bandwidth"},
+                            {"decode_weight_bytes_read", t.decode_weight_bytes},
                             {"peak_flops_per_gpu", t.peak.in(unit::flop_per_s)},
                             {"peak_format", t.peak_format},
                             {"memory_bandwidth_bytes_per_s", device->memory_bandwidth.in(unit::bytes_per_s)},

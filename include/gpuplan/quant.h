@@ -212,6 +212,7 @@ struct WeightBytes {
   std::vector<Bytes> per_layer;
   Bytes embedding{0};  // input embeddings (llama.cpp keeps token_embd in host memory)
   Bytes output{0};     // final norm and lm_head (nothing more when tied: the head is the embedding matrix)
+  Bytes routed_experts{0};  // the routed experts' share of `layers` (a decode step reads only those it routes to)
   Bytes total() const { return layers + embedding + output; }
 };
 
@@ -249,7 +250,11 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
     Bytes b(0);
     const auto& groups = inv.layer(l);
     const auto& role = roles[inv.kind_of[l]];
-    for (std::size_t i = 0; i < groups.size(); ++i) b += bytes(groups[i], role[i], static_cast<std::int64_t>(l));
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const Bytes g = bytes(groups[i], role[i], static_cast<std::int64_t>(l));
+      b += g;
+      if (groups[i].expert) w.routed_experts += g;
+    }
     w.per_layer.push_back(b);
     w.layers += b;
   }

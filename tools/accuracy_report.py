@@ -30,7 +30,13 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "Llama 4's dense expert routing and gpt-oss's bf16 sink softmax, modelled since"),
         ("measured_t1.jsonl", "Held-out steps for the step-time model (one H100 80GB, plan tools/measure/plan_t1.json): 0.5B–8B "
                               "dense, Qwen3-30B-A3B and Mixtral shapes with fewer layers, LoRA and full, recomputation on "
-                              "and off; it found that frozen LoRA bases under autocast and recomputation hold no weight casts")]
+                              "and off; it found that frozen LoRA bases under autocast and recomputation hold no weight casts"),
+        ("measured_f1.jsonl", "Held-out fine-tunes (one H100 80GB, plan tools/measure/plan_ft1.json, 2026-11-25): LoRA on "
+                              "8–24B models, full fine-tunes of 0.5–7B, micro-batch 1–16; two runs that ran out of "
+                              "memory pass when gpuplan says they do not fit"),
+        ("measured_g2.jsonl", "Held-out generation at serving batch sizes (one H100 80GB, plan tools/measure/plan_g2.json, "
+                              "2026-11-25): dense 1–14B, Qwen3-MoE, Qwen3-Next, PhiMoE and gpt-oss shapes at batch 1–64, "
+                              "prompts 1k–16k")]
 
 
 def run(binary, path):
@@ -40,6 +46,8 @@ def run(binary, path):
         if not line.strip():
             continue
         c = json.loads(line)
+        if c["measured"].get("out_of_memory"):
+            continue  # a verdict, not a number: scored by tests/calibration/score.py
         c["config"] = os.path.join(base, c["config"])
         out = json.loads(subprocess.run(score.command(binary, c), capture_output=True, text=True, check=True).stdout)
         m = c["measured"]

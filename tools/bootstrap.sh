@@ -49,7 +49,7 @@ case "${1:-run}" in
     (cmake --build build -j "$jobs" && ctest --test-dir build --output-on-failure -j "$jobs") >build/test.log 2>&1 &
     release=$!
     (cmake --build build-asan -j "$jobs" &&
-      ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(docs|calibration|time|engines|schema|packaging)[.]') \
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^(docs|calibration|time|engines|schema|packaging|throughput)[.]') \
       >build-asan/test.log 2>&1 &
     asan=$!
     trap 'kill "$release" "$asan" 2>/dev/null || true' EXIT

@@ -36,7 +36,9 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "memory pass when gpuplan says they do not fit"),
         ("measured_g2.jsonl", "Held-out generation at serving batch sizes (one H100 80GB, plan tools/measure/plan_g2.json, "
                               "2026-11-25): dense 1–14B, Qwen3-MoE, Qwen3-Next, PhiMoE and gpt-oss shapes at batch 1–64, "
-                              "prompts 1k–16k")]
+                              "prompts 1k–16k"),
+        ("measured_g3.jsonl", "Gemma 2 2B training at 4k tokens (one H100 80GB, plan tools/measure/plan_g3.json): SDPA runs "
+                              "cuDNN attention, eager keeps the soft-capped score matrices; batch 2 ran out of memory")]
 
 
 def run(binary, path):

@@ -241,6 +241,7 @@ class CachingAllocatorModel {
   bool out_of_memory() const { return out_of_memory_; }
   int releases() const { return releases_; }  // times it freed its cached segments to make room
 
+  double reserved() const { return double(reserved_); }  // segments held now
   double peak_reserved() const { return double(peak_reserved_); }
   double peak_allocated() const { return double(peak_allocated_); }
   // What it holds beyond the live tensors: its peak reserve minus its peak of live bytes (rounding and
@@ -533,6 +534,7 @@ class ReplayedAllocations {
   void begin_batch() { model_.begin_batch(); }
   void free_batch(const std::vector<Id>&) { model_.free_batch(); }
   double reserve() const { return model_.reserve(); }
+  double reserved() const { return model_.reserved(); }
   double peak_reserved() const { return model_.peak_reserved(); }
   double peak_allocated() const { return model_.peak_allocated(); }
   bool out_of_memory() const { return model_.out_of_memory(); }

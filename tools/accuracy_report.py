@@ -38,7 +38,9 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "2026-11-25): dense 1–14B, Qwen3-MoE, Qwen3-Next, PhiMoE and gpt-oss shapes at batch 1–64, "
                               "prompts 1k–16k"),
         ("measured_g3.jsonl", "Gemma 2 2B training at 4k tokens (one H100 80GB, plan tools/measure/plan_g3.json): SDPA runs "
-                              "cuDNN attention, eager keeps the soft-capped score matrices; batch 2 ran out of memory")]
+                              "cuDNN attention, eager keeps the soft-capped score matrices; batch 2 ran out of memory"),
+        ("measured_g4.jsonl", "Generation at batch 1–64 with short prompts on a second H100 host (plan "
+                              "tools/measure/plan_g4.json): Llama 3.1 8B, Llama 3.2 1B, OLMo 2 1B, Qwen3-MoE shape")]
 
 
 def run(binary, path):

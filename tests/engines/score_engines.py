@@ -141,7 +141,16 @@ def llama_cpp_predicted(r):
             "kv_buffer_mib": comp["kv_cache"] / MIB,
             "compute_buffer_mib": comp["activations"] / MIB,
             # llama.cpp's "KV self size": every layer's cells, on the GPUs and the host together.
-            "kv_self_mib": r["memory"]["kv_cache_bytes_per_token"] * r["workload"]["context_tokens"] / MIB}
+            "kv_self_mib": kv_self_bytes(r) / MIB}
+
+
+def kv_self_bytes(r):
+    # All layers on the GPUs: the device KV (sliding-window layers in their own, smaller cache). Some layers on
+    # the host: every layer's full context (none of these partly offloaded cases has a sliding window).
+    on_gpu = (r["serving"] or {}).get("gpu_layers")
+    if on_gpu is not None and on_gpu >= r["model"]["num_layers"]:
+        return r["memory"]["components"]["kv_cache"]
+    return r["memory"]["kv_cache_bytes_per_token"] * r["workload"]["context_tokens"]
 
 
 ENGINES = {"vllm": (vllm_command, vllm_predicted), "sglang": (sglang_command, sglang_predicted),

@@ -330,6 +330,33 @@ def source_of(c):
     return f"{m.group(1)}#{m.group(3)}" if m else c["source"].split(" (")[0]
 
 
+# The collection's targets (issue #42 item 7).
+TARGETS = {"start-ups": 60, "sources": 15, "vllm versions": 5, "vllm GPU types": 6, "sglang start-ups": 12,
+           "llama.cpp + Ollama start-ups": 30}
+
+
+def coverage(cases):
+    """Counts against the targets, and the backends the llama.cpp/Ollama cases ran on."""
+    by = lambda e: [c for c in cases if c["_engine"] == e]
+    vllm = by("vllm")
+    have = {"start-ups": len(cases), "sources": len({source_of(c) for c in cases}),
+            "vllm versions": len({c["version"] for c in vllm}),
+            "vllm GPU types": len({c.get("gpu") or c.get("gpu_logged") for c in vllm}),
+            "sglang start-ups": len(by("sglang")),
+            "llama.cpp + Ollama start-ups": len(by("llama_cpp")) + len(by("ollama"))}
+    lines = ["## Coverage against the collection's targets", "", "| what | collected | target |", "|---|---|---|"]
+    lines += [f"| {k} | {have[k]} | {v} |" for k, v in TARGETS.items()]
+    backends = {}
+    for c in by("llama_cpp") + by("ollama"):
+        g = (c.get("gpu_logged") or "") + " " + (c.get("gpu") or "")
+        b = ("Metal" if "apple" in g.lower() or "metal" in g.lower() else "Vulkan" if "vulkan" in g.lower()
+             else "ROCm" if "rocm" in g.lower() or "rx-" in g or "radeon" in g.lower() else "CUDA")
+        backends[b] = backends.get(b, 0) + 1
+    lines += ["", "llama.cpp and Ollama start-ups by backend: " +
+              ", ".join(f"{b} {n}" for b, n in sorted(backends.items())) + ".", ""]
+    return lines
+
+
 def collected_markdown(cases, rows, unrun):
     n_src = len({source_of(c) for c in cases})
     lines = ["# Collected engine start-ups: gpuplan against logs users posted", "",
@@ -341,6 +368,8 @@ def collected_markdown(cases, rows, unrun):
              "Error = gpuplan / logged − 1 (the same quantities as `docs/engines-accuracy.md`; `kv_self_mib` is",
              "llama.cpp's `KV self size`, every layer's cells on all devices and the host).", "",
              f"{len(cases)} start-ups from {n_src} sources; {len(cases) - len(unrun)} run, {len(unrun)} not runnable yet.", ""]
+
+    lines.extend(coverage(cases))
 
     def table(title, key, label):
         t = breakdown(rows, key)

@@ -102,7 +102,37 @@ ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostrea
 void add_fit_options(CLI::App& cmd, FitOptions& o) {
   cmd.add_option("--gpu", o.gpu, "Fit verdict on this accelerator (id or alias; see `gpuplan hardware list`); "
                                  "without it, a fit table over the catalog");
+  cmd.add_option("--gpu-memory", o.gpu_memory,
+                 "Memory of a device the catalog does not list (24GB, 23.5GiB: what the driver reports), or another "
+                 "capacity for the --gpu device");
+  cmd.add_option("--memory-bandwidth", o.memory_bandwidth, "With --gpu-memory: the device's bandwidth (360GB/s), for "
+                                                           "the decode throughput");
   cmd.add_option("--catalog", o.catalogs, "Extra catalog file(s) that add or override entries (repeatable)");
+}
+
+const Device* fit_device(const FitOptions& o, const Catalog& cat, std::optional<Device>& unlisted) {
+  if (o.gpu_memory.empty()) {
+    if (!o.memory_bandwidth.empty()) throw InputError("--memory-bandwidth needs --gpu-memory");
+    // The catalog's own entry (prices are matched to it by address).
+    return o.gpu.empty() ? nullptr : &cat.get(o.gpu);
+  }
+  const Bytes memory = parse_bytes(o.gpu_memory);
+  Device d;
+  if (!o.gpu.empty()) {
+    d = cat.get(o.gpu);
+    // The listed device with the capacity given; its CUDA total is unknown at that capacity.
+    d.cuda_total_memory.reset();
+  } else {
+    d.id = "custom";
+    d.name = "unlisted device (--gpu-memory " + o.gpu_memory + ")";
+    d.unit = "per GPU";
+    d.source = "--gpu-memory";
+  }
+  d.memory = std::max(d.memory, memory);
+  d.usable_memory = memory;
+  if (!o.memory_bandwidth.empty()) d.memory_bandwidth = parse_byte_rate(o.memory_bandwidth);
+  unlisted = d;
+  return &*unlisted;
 }
 
 ModelSpec resolve_model(const ModelOptions& o) { return resolve_model_source(o).spec; }

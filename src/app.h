@@ -39,10 +39,15 @@ ExitCode emit_report(nlohmann::json& report, const LimitOptions& limits, Format 
 // --gpu / --catalog on train and infer: a fit verdict against a device, or a fit table over the catalog.
 struct FitOptions {
   std::string gpu;
+  std::string gpu_memory;        // --gpu-memory SIZE: a device the catalog does not list, or another capacity
+  std::string memory_bandwidth;  // --memory-bandwidth RATE: with --gpu-memory
   std::vector<std::string> catalogs;
   bool table = true;  // without --gpu: the fits-on table over the catalog (sweep's points leave it out)
 };
 void add_fit_options(CLI::App& cmd, FitOptions& o);
+// The device --gpu and --gpu-memory name: a catalog entry, that entry with another capacity, or an unlisted device
+// known only by its memory (and bandwidth, kept in `unlisted`); nullptr when neither flag is given.
+const Device* fit_device(const FitOptions& o, const Catalog& cat, std::optional<Device>& unlisted);
 
 // Tokens, time, cost and energy of a training run (train).
 struct RunOptions {

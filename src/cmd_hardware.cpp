@@ -91,11 +91,12 @@ ExitCode run_hardware(const HardwareOptions& o, std::ostream& out) {
     render_rows({"id", "name", "vendor", "memory_bytes", "usable_memory_bytes", "memory_bandwidth_bytes_per_s", "bf16_flops",
                  "fp8_flops", "tdp_watts"}, cells, o.format == "md", out);
   } else if (o.format == "table") {
-    fmt::print(out, "{:<16} {:<44} {:>9} {:>10} {:>8} {:>9} {:>9} {:>6}\n", "id", "name", "memory", "usable", "TB/s",
+    fmt::print(out, "{:<18} {:<44} {:>9} {:>10} {:>8} {:>9} {:>9} {:>6}\n", "id", "name", "memory", "usable", "TB/s",
                "bf16 TF", "fp8 TF", "TDP W");
+    // Memory in GiB, the unit DRAM and HBM come in (an "80 GB" H100 is 80 GiB), so usable never reads above it.
     for (const auto* d : rows)
-      fmt::print(out, "{:<16} {:<44} {:>9} {:>10} {:>8.2f} {:>9} {:>9} {:>6}\n", d->id, d->name.substr(0, 44),
-                 fmt::format("{:.0f} GB", d->memory.in(unit::bytes) / 1e9),
+      fmt::print(out, "{:<18} {:<44} {:>9} {:>10} {:>8.2f} {:>9} {:>9} {:>6}\n", d->id, d->name.substr(0, 44),
+                 fmt::format("{:.0f} GiB", d->memory.in(unit::bytes) / 1073741824.0),
                  d->usable_memory ? gib(d->usable_memory->in(unit::bytes)) : "-",
                  d->memory_bandwidth.in(unit::bytes_per_s) / 1e12, tflops(d->peak.bf16), tflops(d->peak.fp8),
                  d->tdp_watts ? fmt::format("{:.0f}", *d->tdp_watts) : "-");

@@ -102,7 +102,8 @@ nlohmann::json infer_report(const InferOptions& o) {
   const ModelSpec& spec = source.spec;
   w.stored = source.stored_language();
   const Catalog cat = load_catalog(o.fit.catalogs);
-  const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
+  std::optional<Device> unlisted;
+  const Device* device = fit_device(o.fit, cat, unlisted);
   if (device) {
     w.device_memory = device->capacity();
     w.cuda_total = device->cuda_total_memory;
@@ -152,6 +153,35 @@ nlohmann::json infer_report(const InferOptions& o) {
     if (o.compute_efficiency != 0) eff.compute = o.compute_efficiency;
     // Decode reads the cache at its average length over the generation.
     const double avg_ctx = average_decode_context(double(est.context_tokens), double(w.new_tokens));
+    // A rate the catalog does not have (Apple M3/M4, GB10 beyond FP4, a --gpu-memory device) is not guessed: with
+    // the bandwidth alone, decode's memory time (its step's lower bound); with neither, no speed at all.
+    if (!(eff.memory > 0 && eff.memory <= 1)) throw InputError("efficiency factors must be in (0, 1]");
+    const auto [peak, peak_format] = serving_peak(*device, est.weights);
+    const double bandwidth = device->memory_bandwidth.in(unit::bytes_per_s);
+    if (!peak) {
+      report["cost"] = nullptr;
+      report["throughput"] = nullptr;
+      if (bandwidth > 0) {
+        const double read = weight_bytes_read(spec, est.weights, est.weight_bytes.in(unit::bytes), double(w.batch));
+        const double step = decode_read_seconds(*device, read, est.kv_bytes_per_token.in(unit::bytes), w.batch,
+                                                avg_ctx, eff);
+        report["throughput"] = {{"prefill_tokens_per_s", nullptr},
+                                {"decode_tokens_per_s", double(w.batch) / step},
+                                {"decode_tokens_per_s_per_sequence", 1.0 / step},
+                                {"time_to_first_token_seconds", nullptr},
+                                {"per_token_latency_seconds", step},
+                                {"decode_bound", "memory bandwidth (no compute rate: the step's lower bound)"},
+                                {"peak_flops_per_gpu", nullptr},
+                                {"peak_format", peak_format},
+                                {"memory_bandwidth_bytes_per_s", bandwidth},
+                                {"efficiency", {{"memory", eff.memory}, {"compute", nullptr}}}};
+      }
+      report["assumptions"].push_back("no " + peak_format + " peak for " + device->id + ": " +
+                                      (bandwidth > 0 ? "decode from the bandwidth alone (an upper bound on its speed); "
+                                                       "prefill, time to first token and cost not estimated"
+                                                     : "throughput and cost not estimated (--memory-bandwidth gives decode)"));
+      return report;
+    }
     const Throughput t = serving_throughput(spec, *device, est.weights, est.weight_bytes.in(unit::bytes),
                                             est.kv_bytes_per_token.in(unit::bytes), w.batch, w.prompt_len, avg_ctx,
                                             w.tp, eff, w.profile);

@@ -359,12 +359,20 @@ ExitCode run_side(const O& base, const SweepSide& side, const std::vector<Axis<O
   const Format format = parse_format(base.format);
   O fixed = base;
   const auto [sw, swept] = read_swept(fixed, side, axes, command);
+  // --gpu-memory names one unlisted device: it is the sweep's only device, shown under that name.
+  SweepSide sides = side;
+  const std::string unlisted = fixed.fit.gpu_memory.empty() ? "" : "gpu-memory " + fixed.fit.gpu_memory;
+  if (!unlisted.empty()) {
+    if (!side.gpus.empty()) throw InputError("sweep: --gpu-memory is one unlisted device; give it without --gpu");
+    sides.gpus = {unlisted};
+  }
   // The full train/infer report at a point; an error names the point.
   const Estimate at = [&, &sw = sw, &swept = swept](std::int64_t x, std::int64_t second, const std::string& gpu) {
     O o = fixed;
     axes[swept[0]].set(o, x);
     if (sw.two()) axes[swept[1]].set(o, second);
-    o.fit.gpu = gpu;
+    o.fit.gpu = gpu == unlisted ? "" : gpu;
+    if (gpu.empty()) o.fit.gpu_memory = o.fit.memory_bandwidth = "";
     o.fit.table = false;
     try {
       return report_of(o);
@@ -374,7 +382,7 @@ ExitCode run_side(const O& base, const SweepSide& side, const std::vector<Axis<O
       throw InputError("at " + where + ": " + e.what());
     }
   };
-  return run_points(command, sw, side, format, at, out, err);
+  return run_points(command, sw, sides, format, at, out, err);
 }
 
 }  // namespace

@@ -177,9 +177,12 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   }
   const ComputeFormat format = compute_format(w.precision);
   const auto peak = peak_for(*device, format);
-  if (!peak)
-    throw InputError("--gpu " + device->id + " has no peak rate for --precision " +
-                     std::string(spell<Precision>(precision_names, w.precision)));
+  if (!peak) {
+    // Not guessed: Apple M3/M4 and GB10 publish no such rate, a --gpu-memory device has none.
+    report["assumptions"].push_back("no dense " + std::string(spell<Precision>(precision_names, w.precision)) +
+                                    " peak for " + device->id + ": time, cost and energy not computed");
+    return;
+  }
   if (r.mfu != 0 && !(r.mfu > 0 && r.mfu <= 1)) throw InputError("--mfu must be in (0, 1]");
   const std::int64_t gpus = w.gpus;  // already gpus × nodes
   const RunEstimate run = estimate_run(spec, w, *device, time, trainable_on_gpu, comms, double(tokens.in(unit::tokens)),
@@ -355,7 +358,8 @@ nlohmann::json train_report(const TrainOptions& o) {
     report["assumptions"].push_back("the checkpoint is stored " + source.checkpoint->quantization +
                                     "; training memory is for weights in --precision (or NF4 with --qlora)");
   const Catalog cat = load_catalog(o.fit.catalogs);  // once per command: user files are parsed here only
-  const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
+  std::optional<Device> unlisted;
+  const Device* device = fit_device(o.fit, cat, unlisted);
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
                        {"params", spell<Offload>(offload_names, w.offload_params)},
                        {"host_memory_bytes", est.host_memory.in(unit::bytes)},

@@ -130,6 +130,18 @@ inline Bytes parse_bytes(std::string_view text) {
   return Bytes(r);
 }
 
+// "360GB/s", "1.8TB/s", "546e9" bytes per second: a size (parse_bytes) with an optional "/s".
+inline ByteRate parse_byte_rate(std::string_view text) {
+  std::string_view size = text;
+  if (size.size() > 2 && (size.substr(size.size() - 2) == "/s" || size.substr(size.size() - 2) == "/S"))
+    size.remove_suffix(2);
+  try {
+    return ByteRate(parse_bytes(size).in(unit::bytes));
+  } catch (const InputError&) {
+    throw InputError("\"" + std::string(text) + "\": expected a bandwidth such as 360GB/s or 1.8TB/s");
+  }
+}
+
 namespace detail {
 // A number and the suffix after it; any malformed number is reported as `expect`.
 inline std::pair<double, std::string> number_and_suffix(std::string_view text, const std::string& expect) {

@@ -97,6 +97,13 @@ inline double average_decode_context(double context, double new_tokens) {
   return std::max(1.0, context - new_tokens / 2.0);
 }
 
+// A decode step's memory time: the weights it reads (weight_bytes_read) and every sequence's cache (`context`
+// tokens) once, at the share `e.memory` of the device's bandwidth. Alone (a device with no compute rate) it is the step's lower bound.
+inline double decode_read_seconds(const Device& d, double weight_bytes, double kv_bytes_per_token, std::int64_t batch,
+                                  double context, Efficiency e) {
+  return (weight_bytes + double(batch) * context * kv_bytes_per_token) / (d.memory_bandwidth.in(unit::bytes_per_s) * e.memory);
+}
+
 // batch sequences, prompt tokens each, the cache at `context` tokens on average during decode; `weight_bytes` and
 // `kv_bytes_per_token` per GPU, tp GPUs each doing 1/tp of the FLOPs.
 inline Throughput serving_throughput(const ModelSpec& s, const Device& d, WeightFormat f, double weight_bytes,
@@ -122,8 +129,7 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   // Decode step: read the weights the batch's tokens use and every sequence's cache once; 2·N (active) +
   // 4·L·context·qdim FLOPs per sequence; never faster than the host issues it.
   t.decode_weight_bytes = weight_bytes_read(s, f, weight_bytes, b);
-  const double bytes = t.decode_weight_bytes + b * context * kv_bytes_per_token;
-  const double mem_time = bytes / (d.memory_bandwidth.in(unit::bytes_per_s) * e.memory);
+  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes, kv_bytes_per_token, batch, context, e);
   const double flop_time = b * (n2 + 4.0 * L * context * qdim) / (tpd * *peak * e.compute);
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;
   t.decode_host_bound = host > std::max(mem_time, flop_time);

@@ -113,6 +113,13 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"train", "--config", gpuplan::test::data + "/configs/unknown_type.json"}, ExitCode::data, "model_type"},
       {{"infer", "--params", "7B", "--precision", "amp-bf16"}, ExitCode::usage, "precision"},
       {{"infer", "--params", "7B", "--prompt-len", "0"}, ExitCode::usage, "--prompt-len"},
+      {{"infer", "--model", "llama-3.1-8b", "--gpu-memory", "12 apples"}, ExitCode::usage, "expected a size"},
+      {{"infer", "--model", "llama-3.1-8b", "--gpu-memory", "0GB"}, ExitCode::usage, "expected a size"},
+      {{"infer", "--model", "llama-3.1-8b", "--memory-bandwidth", "360GB/s"}, ExitCode::usage, "needs --gpu-memory"},
+      {{"infer", "--model", "llama-3.1-8b", "--gpu-memory", "12GB", "--memory-bandwidth", "fast"}, ExitCode::usage,
+       "expected a bandwidth"},
+      {{"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k,8k", "--gpu", "l4", "--gpu-memory", "12GB"},
+       ExitCode::usage, "without --gpu"},
       {{"frobnicate"}, ExitCode::usage, ""},
   };
   for (const auto& c : cases) {
@@ -226,6 +233,52 @@ TEST_CASE("cli: infer with --gpu reports throughput and $ per token", "[cli][inf
   CHECK(j["cost"]["usd_per_million_output_tokens"].get<double>() ==
         Approx(j["cost"]["usd_per_hour"].get<double>() / (j["throughput"]["decode_tokens_per_s"].get<double>() * 3600) * 1e6));
   CHECK(j["serving"]["kv_blocks"].get<std::int64_t>() > 0);
+}
+
+TEST_CASE("cli: --gpu-memory is a device the catalog does not list", "[cli][catalog]") {
+  // An 8 GB card's 7,939 MiB: the verdict is against that capacity, and vLLM budgets from it.
+  auto r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--profile", "vllm", "--gpu-memory", "7939MiB",
+                    "--max-model-len", "4096", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fit"]["gpu"] == "custom");
+  CHECK(j["fit"]["capacity_bytes"].get<double>() == 7939.0 * 1048576.0);
+  CHECK(j["serving"]["budget_bytes"].get<double>() == Approx(0.90 * 7939.0 * 1048576.0).epsilon(1e-6));
+  // No compute rate is guessed: no throughput without --memory-bandwidth, decode alone with it.
+  CHECK(j["throughput"].is_null());
+  r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--gpu-memory", "8GiB", "--memory-bandwidth", "272GB/s", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["throughput"]["prefill_tokens_per_s"].is_null());
+  CHECK(j["throughput"]["memory_bandwidth_bytes_per_s"] == 272e9);
+  // Decode reads the weights once per token at 70 % of the bandwidth: under 272e9 × 0.7 / weight bytes tokens/s.
+  CHECK(j["throughput"]["decode_tokens_per_s"].get<double>() < 272e9 * 0.7 / j["memory"]["weight_bytes"].get<double>());
+  CHECK(j["cost"].is_null());
+  // With --gpu, the listed device at another capacity keeps its rates.
+  r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--gpu", "rtx-4090", "--gpu-memory", "20GiB", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["fit"]["capacity_bytes"].get<double>() == 20.0 * 1073741824.0);
+  CHECK(j["throughput"]["peak_flops_per_gpu"].get<double>() == Approx(165.2e12));
+  // train takes it too; a device with no rate gets memory only, said so.
+  r = run_cli({"train", "--model", "qwen2.5-1.5b", "--gpu-memory", "24GB", "--tokens", "1B", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["fit"]["capacity_bytes"].get<double>() == 24e9);
+  CHECK(j["time"].is_null());
+  // sweep: the one unlisted device, named by its size.
+  r = run_cli({"sweep", "infer", "--model", "qwen2.5-1.5b", "--context", "4k,8k", "--gpu-memory", "8GB", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(r.out, Catch::Contains("gpu-memory 8GB"));
+}
+
+TEST_CASE("cli: a listed device without a published rate gets memory verdicts and says why no speed", "[cli][catalog]") {
+  const auto r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--gpu", "apple-m4-max", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fit"]["fits"] == true);
+  CHECK(j["throughput"]["prefill_tokens_per_s"].is_null());  // Apple publishes no M4 Max TFLOPS
+  CHECK(j["throughput"]["decode_tokens_per_s"].get<double>() > 0);
 }
 
 TEST_CASE("cli: infer solve modes", "[cli][inference]") {

@@ -1,5 +1,6 @@
 #include "../test_support.h"
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/memory/training.h>
 #include <gpuplan/builtin.h>
@@ -15,7 +16,16 @@ TEST_CASE("builtin_catalog: covers the accelerators users rent or buy", "[catalo
                          "a100-40gb-pcie", "a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h100-nvl",
                          "h200-sxm", "h20", "b200", "b300", "gb200-per-gpu", "mi250x", "mi300x", "mi325x", "mi355x",
                          "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "trainium1", "trainium2", "inferentia2",
-                         "gaudi2", "gaudi3"}) {
+                         "gaudi2", "gaudi3",
+                         // issue #42 item 5: the cards and unified-memory machines people run models on
+                         "rtx-3060-12gb", "rtx-3070", "rtx-3080-10gb", "rtx-3080-12gb", "rtx-3080-ti", "rtx-4060",
+                         "rtx-4060-ti-8gb", "rtx-4060-ti-16gb", "rtx-4070", "rtx-4070-super", "rtx-4070-ti",
+                         "rtx-4070-ti-super", "rtx-4080", "rtx-4080-super", "rtx-5060-ti-16gb", "rtx-5070", "rtx-5070-ti",
+                         "rtx-5080", "rtx-a4000", "rtx-a5000", "a40", "l40", "v100-pcie-16gb", "v100-pcie-32gb",
+                         "apple-m1", "apple-m1-pro", "apple-m1-max", "apple-m1-ultra", "apple-m2", "apple-m2-pro",
+                         "apple-m2-max", "apple-m2-ultra", "apple-m3", "apple-m3-pro", "apple-m3-max", "apple-m3-ultra",
+                         "apple-m4", "apple-m4-pro", "apple-m4-max", "rx-7900-xtx", "radeon-pro-w7900",
+                         "dgx-spark-gb10", "ryzen-ai-max-395"}) {
     INFO(id);
     CHECK(c.find(id) != nullptr);
   }
@@ -25,13 +35,30 @@ TEST_CASE("builtin_catalog: covers the accelerators users rent or buy", "[catalo
   }
 }
 
+TEST_CASE("builtin_catalog: capacities in the memory's own unit, multi-die parts as software sees them", "[catalog]") {
+  const Catalog& c = builtin_catalog();
+  // An "80 GB" H100 is five 16 GiB HBM3 stacks; nvidia-smi's 81,559 MiB sits below the 81,920 MiB.
+  CHECK(c.get("h100-sxm").memory.in(unit::bytes) == 80.0 * 1073741824.0);
+  CHECK(c.get("h200-sxm").memory.in(unit::bytes) == 141.0 * 1073741824.0);
+  CHECK(c.get("trainium2").memory.in(unit::bytes) == 96.0 * 1073741824.0);
+  // ROCm lists each of an MI250X module's two GCDs as a 64 GB GPU: the entry is one of them.
+  const Device& gcd = c.get("mi250x");
+  CHECK(gcd.memory.in(unit::bytes) == 64.0 * 1073741824.0);
+  CHECK(gcd.memory_bandwidth.in(unit::bytes_per_s) == Approx(1.6384e12));
+  // Unified-memory machines: the whole pool, with the GPU's share said where the vendor fixes it.
+  CHECK(c.get("dgx-spark").memory.in(unit::bytes) == 128.0 * 1073741824.0);
+  CHECK(c.get("strix-halo").capacity().in(unit::bytes) == 96.0 * 1073741824.0);
+}
+
 TEST_CASE("builtin_catalog: every entry has a source and sane numbers", "[catalog]") {
   for (const auto& d : builtin_catalog().devices) {
     INFO(d.id);
     CHECK(!d.source.empty());
     CHECK(d.memory_bandwidth.in(unit::bytes_per_s) > 1e10);
     CHECK(d.memory.in(unit::bytes) >= 8e9);
-    if (d.usable_memory) CHECK(d.usable_memory->in(unit::bytes) <= d.memory.in(unit::bytes) * 1.074);  // GiB vs GB
+    // Capacities are binary (DRAM dies and HBM stacks come in GiB), so what the driver reports never exceeds them.
+    if (d.usable_memory) CHECK(d.usable_memory->in(unit::bytes) <= d.memory.in(unit::bytes));
+    CHECK(std::fmod(d.memory.in(unit::bytes), 1073741824.0) == 0);
     // CUDA's total sits a few hundred MiB below the driver's (0.3–0.9 GiB in the logged ones): a figure further
     // off is a typo or the wrong device.
     if (d.cuda_total_memory && d.usable_memory) {

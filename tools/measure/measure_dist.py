@@ -249,9 +249,12 @@ def tp_plans(sp, local_logits):
         return layer, RowwiseParallel(input_layouts=Replicate()), None, head
     layer.update({"input_layernorm": SequenceParallel(), "post_attention_layernorm": SequenceParallel(),
                   # HF's decoder layer calls self_attn(hidden_states=...) and mlp(hidden_states)
+                  # (plain tensors inside, as without sp)
                   "self_attn": PrepareModuleInput(input_kwarg_layouts={"hidden_states": Shard(1)},
-                                                  desired_input_kwarg_layouts={"hidden_states": Replicate()}),
-                  "mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),))})
+                                                  desired_input_kwarg_layouts={"hidden_states": Replicate()},
+                                                  use_local_output=True),
+                  "mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
+                                            use_local_output=True)})
     return layer, RowwiseParallel(input_layouts=Replicate(), **out), SequenceParallel(), head
 
 
@@ -381,18 +384,6 @@ def stage_module(c, stage, stages, tp_mesh):
     return mod
 
 
-def stage_shapes(c, first, last):
-    """input_args/output_args for PipelineStage under TP, as meta tensors: runtime shape inference would run the
-    stage on meta inputs, which DTensor parameters on the GPU do not take."""
-    import torch
-    b, s, h, tp = c.w["batch"], c.w["seq"], c.cfg.hidden_size, c.tp
-    dtype = next(c.model.parameters()).dtype
-    hidden = torch.empty(b, s // tp if c.w.get("sp") else s, h, dtype=dtype, device="meta")
-    x = torch.empty(b, s, dtype=torch.long, device="meta") if first else hidden
-    y = torch.empty(b, s, c.cfg.vocab_size // tp, dtype=dtype, device="meta") if last else hidden
-    return {"input_args": (x,), "output_args": (y,)}
-
-
 def setup_pp(c):
     import torch
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B
@@ -406,9 +397,9 @@ def setup_pp(c):
     c.m["stage"] = stage
     first, last = stage == 0, stage == pp - 1
     mod = stage_module(c, stage, pp, tp_mesh)
-    shapes = stage_shapes(c, first, last) if tp > 1 else {}
     c.model = mod
-    pipe = PipelineStage(mod, stage, pp, c.dev.device, group=group, **shapes)
+    # Shapes are inferred in the first step, from a no-grad forward on zeros (with DTensor layers too).
+    pipe = PipelineStage(mod, stage, pp, c.dev.device, group=group)
 
     def loss_fn(logits, target):
         if tp_mesh is not None:  # this rank's vocabulary shard of the logits
@@ -602,7 +593,13 @@ def spawn(world, rank_argv):
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world),
                LOCAL_WORLD_SIZE=str(world), OMP_NUM_THREADS="1")
     procs = [subprocess.Popen(rank_argv, env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(world)]
-    return max(p.wait() for p in procs)
+    while any(p.poll() is None for p in procs):
+        if any(p.poll() for p in procs):  # a rank failed: the others would wait for it in a collective forever
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        time.sleep(0.2)
+    return max(p.returncode for p in procs)
 
 
 def launch(launcher, device, backend):
@@ -630,9 +627,13 @@ def main():
     plan, only = parse_args()
     if check_plans([sys.argv[1]]):
         sys.exit(2)
-    k, n = (int(x) for x in part.split("/"))
+    try:
+        k, n = (int(x) for x in part.split("/"))
+        assert 1 <= k <= n
+    except (ValueError, AssertionError):
+        sys.exit(f"--part {part}: expected K/N with 1 <= K <= N")
     plan = plan[(k - 1) * len(plan) // n:k * len(plan) // n]
-    run_plan(plan, only, "cases.jsonl", launch(launcher, device, backend), 600)
+    run_plan(plan, only, "cases.jsonl", launch(launcher, device, backend), 300)
 
 
 if __name__ == "__main__":

@@ -213,13 +213,12 @@ def step_loop(dev, step, opt, m):
     return peak_alloc, peak_res
 
 
-def fwd_bwd(dev, forward, after_backward=None, context=contextlib.nullcontext):
+def fwd_bwd(dev, forward, after_backward=None):
     def run():
-        with context():
-            loss = forward()
-            dev.sync()
-            ph = {"fwd_peak": dev.peak_allocated()}
-            loss.backward()
+        loss = forward()
+        dev.sync()
+        ph = {"fwd_peak": dev.peak_allocated()}
+        loss.backward()
         if after_backward:
             after_backward()
         dev.sync()
@@ -268,7 +267,7 @@ def parallelize_tp(tp_mesh, sp, layers, embed=None, norm=None, head=None, local_
             parallelize_module(mod, tp_mesh, plan)
 
 
-def tp_step(c, after_backward=None):
+def tp_step(c):
     """Forward without labels, vocabulary-parallel cross-entropy on the sharded logits, backward."""
     import torch
     from torch.distributed.tensor.parallel import loss_parallel
@@ -568,6 +567,7 @@ def run_rank(case, device, backend):
     dist.all_gather_object(gathered, m)
     if rank == 0:
         record(case, dev, cfg, gathered)
+    dist.barrier()  # every rank leaves together: one gone early can leave rank 0 waiting in the teardown (gloo)
     dist.destroy_process_group()
 
 

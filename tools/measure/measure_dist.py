@@ -498,12 +498,14 @@ def setup_ep(c):
     DDP._set_params_and_buffers_to_ignore_for_model(c.model, experts)  # DDP all-reduces the dense parameters only
     c.model = DDP(c.model, device_ids=[c.dev.device.index] if c.dev.cuda else None)
 
-    def reduce_experts():  # average each expert's gradient over the ranks that hold it
-        if replicas is not None:
-            for p in expert_params:
-                if p.grad is not None:
+    def reduce_experts():
+        # An expert's gradient holds the tokens of its ep group's ranks; summed over the replicas it covers every
+        # rank's, and / world makes it the gradient of the mean loss, as DDP makes the dense ones.
+        for p in expert_params:
+            if p.grad is not None:
+                if replicas is not None:
                     c.dist.all_reduce(p.grad, group=replicas)
-                    p.grad.div_(c.world // c.ep)
+                p.grad.div_(c.world)
     return fwd_bwd(c.dev, hf_loss(c, c.amp), reduce_experts), make_optimizer(c.torch, c.model.parameters(),
                                                                             c.w["optimizer"])
 
@@ -567,7 +569,12 @@ def run_rank(case, device, backend):
     dist.all_gather_object(gathered, m)
     if rank == 0:
         record(case, dev, cfg, gathered)
-    dist.barrier()  # every rank leaves together: one gone early can leave rank 0 waiting in the teardown (gloo)
+    dist.barrier()
+    if backend == "gloo":
+        # torch 1.13's gloo teardown can deadlock (~ProcessGroupGloo joins a thread that waits for the GIL the
+        # destructor holds): everything is written, so leave without it.
+        sys.stdout.flush()
+        os._exit(0)
     dist.destroy_process_group()
 
 

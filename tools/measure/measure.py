@@ -13,6 +13,7 @@ The plan is a list of {"name", "mode": "train"|"infer", "config": {model_type + 
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -369,15 +370,26 @@ def run_plan(plan, only, out_name, command, timeout):
         path = os.path.join(OUT, f".case-{case['name']}.json")
         json.dump(case, open(path, "w"))
         t0 = time.time()
-        p = subprocess.run(command(case, path), capture_output=True, text=True, timeout=timeout)
-        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+        # A session of its own, so that a case over its time (a hung collective) is ended with every process it
+        # started (torchrun's ranks too) and the plan goes on with the next case.
+        p = subprocess.Popen(command(case, path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            print(f"FAIL {case['name']} ({time.time() - t0:.0f}s): over {timeout}s, ended", flush=True)
+            os.remove(path)
+            continue
+        line = [l for l in out.splitlines() if l.startswith("RESULT ")]
         if p.returncode == 0 and line:
             res.write(line[0][7:] + "\n")
             res.flush()
             print(f"ok   {case['name']} ({time.time() - t0:.0f}s)", flush=True)
         else:
-            errors = [l for l in p.stderr.strip().splitlines() if "Error" in l or "error" in l]
-            tail = errors[-4:] or (p.stderr.strip().splitlines() or ["?"])[-4:]
+            errors = [l for l in err.strip().splitlines() if "Error" in l or "error" in l]
+            tail = errors[-4:] or (err.strip().splitlines() or ["?"])[-4:]
             print(f"FAIL {case['name']} ({time.time() - t0:.0f}s): {' | '.join(tail)}", flush=True)
         os.remove(path)
 

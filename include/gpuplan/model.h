@@ -390,9 +390,10 @@ inline void check_dimensions(const ModelSpec& s) {
     throw InputError(model_problem(s, "attention width (heads × head_dim) over 10,000,000"));
 }
 
-// Parameters at most: 10^15, 500 times the largest published model; every count of the model then fits in int64
-// with room for the estimators' products, and is exact in a double.
-inline constexpr double max_model_params = 1e15;
+// Parameters at most: 2·10^15, 1,000 times the largest published model and room above --params' own limit of 10^15
+// (parse.h) for the derived shape nearest to it; every count of the model then fits in int64 with room for the
+// estimators' products, and is exact in a double.
+inline constexpr double max_model_params = 2e15;
 
 // The parameter count in floating point, which cannot overflow: the check before any int64 sum of numel().
 inline double param_count_bound(const ModelSpec& s) {
@@ -444,7 +445,7 @@ inline void validate(const ModelSpec& s) {
   }
   if (const double n = param_count_bound(s); n > max_model_params)
     throw InputError("model \"" + s.name + "\": " + std::to_string(std::llround(n / 1e12)) +
-                     "T parameters, over the 10^15 supported");
+                     "T parameters, over the 2·10^15 supported");
 }
 
 // A standard Llama-style decoder for a bare parameter count (--params 7.5B) where no known model has that size

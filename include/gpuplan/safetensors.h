@@ -120,7 +120,9 @@ inline Header parse_header(std::string_view json, const std::string& where, std:
     end = std::max(end, t["data_offsets"][1].get<std::uint64_t>());
   }
   // Tensors over the same bytes would be counted twice (the reference implementation wants them back to back).
-  std::sort(begins.begin(), begins.end());
+  std::sort(begins.begin(), begins.end(), [&](const auto& a, const auto& b) {  // at one offset, empty tensors first
+    return a.first != b.first ? a.first < b.first : h.tensors[a.second].bytes < h.tensors[b.second].bytes;
+  });
   for (std::size_t i = 1; i < begins.size(); ++i) {
     const Tensor& a = h.tensors[begins[i - 1].second];
     if (begins[i - 1].first + std::uint64_t(a.bytes) > begins[i].first)

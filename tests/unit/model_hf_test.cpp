@@ -77,7 +77,7 @@ TEST_CASE("model_from_hf_config: absurd shapes are refused before any per-layer 
   CHECK_THROWS_WITH(model_from_hf_config(with({{"model_type", "mixtral"}, {"num_local_experts", 1 << 20},
                                                {"num_experts_per_tok", 2}}), "cfg"),
                     Catch::Contains("num_experts"));
-  // 10^5 layers of a 10^6-wide model: every dimension allowed, 1.2·10^18 parameters in all.
+  // 10^5 layers of a 10^6-wide model: every dimension allowed, 7·10^17 parameters in all.
   CHECK_THROWS_WITH(model_from_hf_config(with({{"num_hidden_layers", 100'000}, {"hidden_size", 1'000'000},
                                                {"intermediate_size", 1'000'000}, {"num_attention_heads", 1000}}), "cfg"),
                     Catch::Contains("10^15"));

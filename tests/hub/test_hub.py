@@ -248,6 +248,18 @@ def misbehaving(binary, env, tmp, endpoint):
         rc, out, err = run(binary, ["infer", "--model", "openai/gpt-oss-20b"] + args, dict(fresh, **extra))
         check(f"refresh: {name}", rc == 0 and (served["requests"] > before) == again, (rc, err, served["requests"] - before))
 
+    # curl's TLS failure is its "curl: (60)" line, not the advice it prints after it.
+    fake = os.path.join(tmp, "tls-bin")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "curl"), "w") as f:
+        f.write("#!/bin/sh\ncat >&2 <<'EOF'\ncurl: (60) SSL certificate problem: self-signed certificate\n"
+                "More details here: https://curl.se/docs/sslcerts.html\n\ncurl failed to verify the legitimacy of the "
+                "server and therefore could not\nestablish a secure connection to it. To learn more about this situation "
+                "and\nhow to fix it, please visit the web page mentioned above.\nEOF\nexit 60\n")
+    os.chmod(os.path.join(fake, "curl"), 0o755)
+    rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-32B"], dict(env, PATH=fake + os.pathsep + env["PATH"]))
+    check("TLS failure", rc == 3 and "SSL certificate problem" in err and err.count("\n") == 1, (rc, err))
+
     # File names that need encoding reach the server as one segment each; too many shards are refused.
     rc, out, err = run(binary, ["infer", "--model", "odd/names", "--format", "json"], env)
     check("percent-encoded shard names", rc == 0 and any("%20%23" in p and "%3F%26%25" in p for p in served["paths"]),

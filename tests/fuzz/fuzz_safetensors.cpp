@@ -17,11 +17,11 @@ int safetensors(const std::uint8_t* data, std::size_t size) {
   try {
     const auto h = gpuplan::safetensors::parse_file_prefix(bytes, "fuzz", size);
     const auto c = gpuplan::checkpoint_from({h}, "gptq", 4);
-    const auto w = gpuplan::stored_weights(c, 8);
+    static const gpuplan::ModelSpec spec = gpuplan::find_preset("llama-3.2-1b").spec;
+    const auto w = gpuplan::stored_weights(c, spec.layers);  // per-layer bytes for each of the model's layers
     if (!(w.total().in(gpuplan::unit::bytes) >= 0) || w.language_params.in(gpuplan::unit::params) < 0 ||
         w.other_params.in(gpuplan::unit::params) < 0)
       std::abort();
-    static const gpuplan::ModelSpec spec = gpuplan::find_preset("llama-3.2-1b").spec;  // 16 layers; 8 are read
     gpuplan::InferenceWorkload iw;
     iw.prompt_len = 64;
     iw.new_tokens = 4;

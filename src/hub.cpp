@@ -385,6 +385,8 @@ std::set<std::string> shards_of(const std::string& index_text, const std::string
     const std::string f = file.get<std::string>();
     if (f.empty() || f.find('/') != std::string::npos || f.find("..") != std::string::npos || f[0] == '.')
       throw DataError(where + ": weight_map names a file outside the folder");
+    if (!f.ends_with(".safetensors"))  // nor config.json or the index itself, which the shard would overwrite
+      throw DataError(where + ": weight_map names a file that is not .safetensors");
     files.insert(f);
   }
   return files;

@@ -202,6 +202,7 @@ std::vector<Shard> safetensors_files(const fs::path& dir) {
       const std::string f = file.get<std::string>();
       if (f.empty() || f[0] == '.' || f.find('/') != std::string::npos || f.find("..") != std::string::npos)
         throw DataError(index.string() + ": weight_map names a file outside the folder");
+      if (!f.ends_with(".safetensors")) throw DataError(index.string() + ": weight_map names a file that is not .safetensors");
       named[f].insert(tensor);
     }
   } else {

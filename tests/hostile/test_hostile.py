@@ -191,6 +191,9 @@ def safetensors(binary, tmp):
     index["weight_map"]["lm_head.weight"] = "model-00001-of-00002.safetensors"  # it is in the second
     write(os.path.join(d, "model.safetensors.index.json"), json.dumps(index))
     run(binary, "index maps a tensor to a shard without it", ["infer", "--model", d], 3, "lacks tensors")
+    index["weight_map"]["lm_head.weight"] = "config.json"
+    write(os.path.join(d, "model.safetensors.index.json"), json.dumps(index))
+    run(binary, "index maps a tensor to config.json", ["infer", "--model", d], 3, "not .safetensors")
     d = os.path.join(tmp, "many")
     os.makedirs(d)
     write(os.path.join(d, "config.json"), json.dumps(SMALL))

@@ -47,7 +47,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--hf-token", o.hf_token, "Hugging Face token for gated models (default: $HF_TOKEN)");
   cmd.add_option("--hub-timeout", o.hub_timeout,
                  "Seconds within which every Hub request of the command must end (default: $GPUPLAN_HUB_TIMEOUT, "
-                 "else 300)")
+                 "else 300; one request: $GPUPLAN_HUB_REQUEST_TIMEOUT, else 120)")
       ->check(CLI::Range(0.1, 86400.0));
   cmd.add_flag("--refresh", o.refresh,
                "Fetch a Hub branch's config and headers again even when cached (cached branches older than "

@@ -210,6 +210,11 @@ class Hub {
   Answer get(const std::string& file, std::size_t limit, std::uint64_t from = 0, std::uint64_t to = 0) const {
     const double left = std::chrono::duration<double>(deadline_ - Clock::now()).count();
     if (left <= 0) throw DataError(where(file) + ": " + too_late());
+    // This request's own limit, or the command's time left when that is less.
+    const bool own = s_.request_timeout_s < left;
+    const auto request_deadline = own ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                           std::chrono::duration<double>(s_.request_timeout_s))
+                                      : deadline_;
     const std::string url = s_.endpoint + "/" + repo_ + "/resolve/" + url_segment(revision_) + "/" + url_segment(file);
     std::vector<std::string> args = {
         curl_program, "-q",  // first: no ~/.curlrc
@@ -218,7 +223,7 @@ class Hub {
                                             // Authorization header when the host changes
         "--proto", "=http,https", "--proto-redir", "=http,https",
         "--connect-timeout", std::to_string(connect_timeout_s),
-        "--max-time", std::to_string(left),  // the whole request, redirects included, by the command's deadline
+        "--max-time", std::to_string(own ? s_.request_timeout_s : left),  // the whole request, redirects included
         "--speed-limit", "1024", "--speed-time", std::to_string(stall_timeout_s),
         "--user-agent", "gpuplan",
         "--max-filesize", std::to_string(limit),  // refused up front when the answer says its length
@@ -232,8 +237,9 @@ class Hub {
       args.insert(args.end(), {"--header", "@-"});
     }
     args.insert(args.end(), {"--url", url});
-    CurlRun r = run_curl(args, headers, limit + 256, deadline_);  // the body, then the trailer (under 80 bytes)
-    if (r.late || r.exit_status == 28) throw DataError(where(file) + ": " + too_late());  // 28: CURLE_OPERATION_TIMEDOUT
+    CurlRun r = run_curl(args, headers, limit + 256, request_deadline);  // the body, then the trailer (< 80 bytes)
+    if (r.late || r.exit_status == 28)  // 28: CURLE_OPERATION_TIMEDOUT
+      throw DataError(where(file) + ": " + (own ? too_late(s_.request_timeout_s, "GPUPLAN_HUB_REQUEST_TIMEOUT") : too_late()));
     const auto mark = r.out.rfind(status_marker);  // the last one: a body may hold the marker too
     const bool marked = !r.overflow && mark != std::string::npos;
     Answer a;
@@ -281,9 +287,9 @@ class Hub {
   }
 
   std::string where(const std::string& file) const { return repo_ + "@" + revision_ + "/" + printable(file, 256); }
-  std::string too_late() const {
-    return "no complete answer from " + s_.endpoint + " within " + fmt::format("{:g}", s_.timeout_s) +
-           " s (--hub-timeout, GPUPLAN_HUB_TIMEOUT)";
+  std::string too_late() const { return too_late(s_.timeout_s, "--hub-timeout, GPUPLAN_HUB_TIMEOUT"); }
+  std::string too_late(double seconds, const char* setting) const {
+    return "no complete answer from " + s_.endpoint + " within " + fmt::format("{:g}", seconds) + " s (" + setting + ")";
   }
 
  private:
@@ -437,6 +443,7 @@ HubSettings HubSettings::from_environment(const std::string& token_flag) {
   const fs::path base = xdg && *xdg ? fs::path(xdg) : fs::path(home && *home ? home : ".") / ".cache";
   s.cache = (base / "gpuplan" / "hub").string();
   s.timeout_s = env_seconds("GPUPLAN_HUB_TIMEOUT", s.timeout_s);
+  s.request_timeout_s = env_seconds("GPUPLAN_HUB_REQUEST_TIMEOUT", s.request_timeout_s);
   s.max_age_s = env_seconds("GPUPLAN_HUB_MAX_AGE", s.max_age_s);
   return s;
 }

@@ -19,6 +19,7 @@ struct HubSettings {
   bool offline = false;  // HF_HUB_OFFLINE=1: the cache only
   std::string cache;     // $XDG_CACHE_HOME/gpuplan/hub, else ~/.cache/gpuplan/hub
   double timeout_s = 300;       // --hub-timeout, else GPUPLAN_HUB_TIMEOUT: every request of the command ends by then
+  double request_timeout_s = 120;  // GPUPLAN_HUB_REQUEST_TIMEOUT: one request (a header of a few MB at most) ends by then
   double max_age_s = 86'400;    // GPUPLAN_HUB_MAX_AGE: a cached branch (not a commit) older than this is fetched again
   bool refresh = false;         // --refresh: fetch a cached branch again now
 

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
+
+#include <gpuplan/text.h>
 
 namespace gpuplan::cli {
 
@@ -42,6 +45,13 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                            "Hub: config and safetensors headers only)");
   auto* c = cmd.add_option("--config", o.config, "Hugging Face config.json of the model");
   cmd.add_option("--hf-token", o.hf_token, "Hugging Face token for gated models (default: $HF_TOKEN)");
+  cmd.add_option("--hub-timeout", o.hub_timeout,
+                 "Seconds within which every Hub request of the command must end (default: $GPUPLAN_HUB_TIMEOUT, "
+                 "else 300; one request: $GPUPLAN_HUB_REQUEST_TIMEOUT, else 120)")
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd.add_flag("--refresh", o.refresh,
+               "Fetch a Hub branch's config and headers again even when cached (cached branches older than "
+               "$GPUPLAN_HUB_MAX_AGE seconds, default 86400, are fetched again anyway)");
   p->excludes(m)->excludes(c);
   m->excludes(c);
 }
@@ -228,11 +238,14 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (ran("sweep")) return run_sweep(sweep, sink, err);
     if (ran("schema")) return run_schema(schema, sink);
     if (ran("generate")) return run_generate(app, generate, out);
-  } catch (const InputError& e) {
-    err << "gpuplan: " << e.what() << "\n";
+  } catch (const InputError& e) {  // messages quote names from files and flags: printed as one safe line
+    err << "gpuplan: " << printable(e.what()) << "\n";
     return ExitCode::usage;
   } catch (const DataError& e) {
-    err << "gpuplan: " << e.what() << "\n";
+    err << "gpuplan: " << printable(e.what()) << "\n";
+    return ExitCode::data;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the checks before did not foresee
+    err << "gpuplan: " << printable(e.path1().string(), 256) << ": cannot read (" << e.code().message() << ")\n";
     return ExitCode::data;
   }
   return ExitCode::usage;

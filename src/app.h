@@ -20,6 +20,8 @@ struct ModelOptions {
   std::string model;
   std::string config;
   std::string hf_token;  // for gated Hub models (else HF_TOKEN)
+  double hub_timeout = 0;  // seconds for the command's Hub requests (0: GPUPLAN_HUB_TIMEOUT, else 300)
+  bool refresh = false;    // fetch a Hub branch again even when cached
 };
 
 // CI gating on train and infer: exit status 1 when the estimate breaks a limit (the report still prints).

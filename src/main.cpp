@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "run.h"
+#include <gpuplan/text.h>
 
 int main(int argc, char** argv) {
   using gpuplan::cli::ExitCode;
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   try {
     return static_cast<int>(gpuplan::cli::run(args, std::cout, std::cerr));
   } catch (const std::exception& e) {
-    std::cerr << "gpuplan: internal error: " << e.what() << "\n";
+    std::cerr << "gpuplan: internal error: " << gpuplan::printable(e.what()) << "\n";
     return static_cast<int>(ExitCode::data);
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -13,6 +14,7 @@
 #include <gpuplan/model_hf.h>
 #include <gpuplan/builtin.h>
 #include <gpuplan/parse.h>
+#include <gpuplan/text.h>
 
 #include "app.h"
 #include "format_units.h"
@@ -31,19 +33,46 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
 bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_name_char(char c) { return is_alnum(c) || c == '.' || c == '_' || c == '-'; }
-bool is_revision_char(char c) { return is_name_char(c) || c == '/'; }
-// A Hub name part: [A-Za-z0-9][A-Za-z0-9._-]*
-bool hub_name(std::string_view s) { return !s.empty() && is_alnum(s[0]) && all_of_chars(s, is_name_char); }
+// A Hub name part as the Hub allows it (huggingface_hub validate_repo_id): [A-Za-z0-9][A-Za-z0-9._-]*, at most 96
+// characters, no "--" or ".." (the cache folder models--org--name could not tell t--a/b from t/a--b), not ending in
+// '.' or '-'.
+bool hub_name(std::string_view s) {
+  return !s.empty() && s.size() <= 96 && is_alnum(s[0]) && all_of_chars(s, is_name_char) &&
+         s.find("--") == std::string_view::npos && s.find("..") == std::string_view::npos && s.back() != '.' &&
+         s.back() != '-';
+}
+// A revision: a branch, tag or commit of name characters in '/'-separated segments, none empty, "." or "..": it
+// names a file under refs/ and a folder in the caches, and must stay inside them.
+bool revision_name(std::string_view s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (std::size_t at = 0; at <= s.size();) {
+    const std::size_t end = std::min(s.find('/', at), s.size());
+    const std::string_view seg = s.substr(at, end - at);
+    if (seg.empty() || seg == "." || seg == ".." || !all_of_chars(seg, is_name_char)) return false;
+    at = end + 1;
+  }
+  return true;
+}
 // A full commit hash: 40 lowercase hex digits.
 bool commit_hash(std::string_view s) { return s.size() == 40 && all_of_chars(s, is_hex); }
 
+
+// What is at `p`: a file, a folder or nothing; anything the file system refuses (a symlink loop, a name too long,
+// no permission) is one line that says where.
+fs::file_type kind_of(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw DataError(printable(p.string(), 256) + ": cannot read (" + ec.message() + ")");
+  return ec ? fs::file_type::not_found : st.type();
+}
 
 constexpr std::uintmax_t max_gguf_header_bytes = 1u << 30;  // metadata + tensor infos; 256K-token vocabularies ~ 10 MB
 
 std::uintmax_t size_of(const fs::path& p) {
   std::error_code ec;
   const auto n = fs::file_size(p, ec);
-  if (ec) throw DataError(p.string() + ": cannot open (" + ec.message() + ")");
+  if (ec) throw DataError(printable(p.string(), 256) + ": cannot open (" + ec.message() + ")");
   return n;
 }
 
@@ -81,7 +110,9 @@ gguf_file::Header read_gguf_one(const fs::path& p) {
   const std::uintmax_t size = size_of(p);
   for (std::uintmax_t n = std::min<std::uintmax_t>(size, 4u << 20);; n = std::min(size, n * 4)) {
     try {
-      return gguf_file::parse_header(read_prefix(p, n), p.string());
+      gguf_file::Header h = gguf_file::parse_header(read_prefix(p, n), p.string());
+      gguf_file::check_data(h, size, p.string());
+      return h;
     } catch (const gguf_file::Truncated&) {
       if (n >= size) throw;
       if (n >= max_gguf_header_bytes) throw DataError(p.string() + ": GGUF header over 1 GiB");
@@ -110,12 +141,26 @@ gguf_file::Header read_gguf(const fs::path& p) {
     if (!fs::exists(files.back()))
       throw DataError(files.back().string() + ": part " + std::to_string(i) + " of the split GGUF is missing");
   }
+  // One model's parts (llama.cpp gguf-split writes split.no, split.count and split.tensors.count in each): each
+  // says it is part i of `parts`, and together they hold the first part's tensor count, no name twice.
   gguf_file::Header merged;
+  std::set<std::string> names;
   for (int i = 1; i <= parts; ++i) {
-    gguf_file::Header h = read_gguf_one(files[std::size_t(i - 1)]);
+    const fs::path& f = files[std::size_t(i - 1)];
+    gguf_file::Header h = read_gguf_one(f);
+    const auto no = h.integer("split.no"), count = h.integer("split.count");
+    if ((no && *no != i - 1) || (count && *count != parts))
+      throw DataError(f.string() + ": its split.no/split.count say it is not part " + std::to_string(i) + " of " +
+                      std::to_string(parts));
+    for (const auto& t : h.tensors)
+      if (!names.insert(t.name).second)
+        throw DataError(f.string() + ": tensor " + t.name + " is in two parts of the split GGUF");
     if (i == 1) merged = std::move(h);
     else merged.tensors.insert(merged.tensors.end(), h.tensors.begin(), h.tensors.end());
   }
+  if (const auto total = merged.integer("split.tensors.count"); total && *total != std::int64_t(merged.tensors.size()))
+    throw DataError(p.string() + ": the parts hold " + std::to_string(merged.tensors.size()) +
+                    " tensors, split.tensors.count says " + std::to_string(*total));
   return merged;
 }
 
@@ -124,7 +169,8 @@ std::pair<std::string, int> quantization_of(const nlohmann::json& config) {
   const auto it = config.find("quantization_config");
   if (it == config.end() || !it->is_object()) return {"", 4};
   const auto& q = *it;
-  const std::string method = q.value("quant_method", std::string());
+  const auto mt = q.find("quant_method");
+  const std::string method = mt != q.end() && mt->is_string() ? printable(mt->get<std::string>(), 64) : "";
   int bits = 4;
   if (q.contains("bits") && q["bits"].is_number_integer()) bits = q["bits"].get<int>();
   if (q.contains("config_groups") && q["config_groups"].is_object())  // compressed-tensors
@@ -135,28 +181,59 @@ std::pair<std::string, int> quantization_of(const nlohmann::json& config) {
   return {method, bits};
 }
 
-// The safetensors files of a Hugging Face folder: those the index names, else every *.safetensors.
-std::vector<fs::path> safetensors_files(const fs::path& dir) {
-  std::set<std::string> names;
+// One safetensors file of a folder, and the tensors the index maps to it (none listed: all of them, no index).
+struct Shard {
+  fs::path path;
+  std::set<std::string> tensors;
+};
+
+// The safetensors files of a Hugging Face folder: those the index names, else every *.safetensors; each real file
+// once (a shard that is a symlink to another is the same bytes), at most max_shards.
+std::vector<Shard> safetensors_files(const fs::path& dir) {
+  std::map<std::string, std::set<std::string>> named;  // file name → its tensors
   const fs::path index = dir / "model.safetensors.index.json";
-  if (fs::exists(index)) {
+  const bool indexed = kind_of(index) != fs::file_type::not_found;
+  if (indexed) {
     const nlohmann::json j = read_json(index);
-    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       throw DataError(index.string() + ": missing weight_map");
     for (const auto& [tensor, file] : j["weight_map"].items()) {
       if (!file.is_string()) throw DataError(index.string() + ": weight_map values must be file names");
       const std::string f = file.get<std::string>();
-      if (f.find('/') != std::string::npos || f.find("..") != std::string::npos)
+      if (f.empty() || f[0] == '.' || f.find('/') != std::string::npos || f.find("..") != std::string::npos)
         throw DataError(index.string() + ": weight_map names a file outside the folder");
-      names.insert(f);
+      if (!f.ends_with(".safetensors")) throw DataError(index.string() + ": weight_map names a file that is not .safetensors");
+      named[f].insert(tensor);
     }
   } else {
     for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".safetensors") names.insert(e.path().filename().string());
+      if (e.path().extension() == ".safetensors") named[e.path().filename().string()];
   }
-  std::vector<fs::path> files;
-  for (const auto& n : names) files.push_back(dir / n);
+  if (named.size() > max_shards)
+    throw DataError(dir.string() + ": " + std::to_string(named.size()) + " safetensors files, over the " +
+                    std::to_string(max_shards) + " supported");
+  std::map<fs::path, Shard> by_file;
+  for (const auto& [name, tensors] : named) {
+    const fs::path f = dir / name;
+    if (kind_of(f) != fs::file_type::regular)
+      throw DataError(f.string() + (indexed ? ": named by the index but missing" : ": not a regular file"));
+    Shard& s = by_file[fs::canonical(f)];
+    s.path = f;
+    s.tensors.insert(tensors.begin(), tensors.end());
+  }
+  std::vector<Shard> files;
+  for (auto& [real, s] : by_file) files.push_back(std::move(s));
   return files;
+}
+
+// A shard's header, kept to the tensors the index maps to it; every mapped tensor must be there.
+safetensors::Header read_shard(const Shard& s) {
+  safetensors::Header h = read_safetensors(s.path);
+  if (s.tensors.empty()) return h;
+  std::erase_if(h.tensors, [&](const safetensors::Tensor& t) { return !s.tensors.count(t.name); });
+  if (h.tensors.size() != s.tensors.size())
+    throw DataError(s.path.string() + ": lacks tensors the index maps to it");
+  return h;
 }
 
 void attach(ModelSource& m, Checkpoint c) {
@@ -173,14 +250,14 @@ void attach(ModelSource& m, Checkpoint c) {
 
 ModelSource from_folder(const fs::path& dir, ModelSource m) {
   const fs::path config = dir / "config.json";
-  if (!fs::exists(config)) {
+  if (kind_of(config) == fs::file_type::not_found) {
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".gguf") throw InputError(dir.string() + ": holds GGUF files: name one of them");
     throw DataError(dir.string() + ": no config.json in the folder");
   }
   const nlohmann::json j = read_json(config);
   m.spec = model_from_hf_config(j, config.string());
-  if (!j.contains("_name_or_path")) m.spec.name = m.kind == "folder" ? dir.filename().string() : m.ref;
+  if (!j.contains("_name_or_path")) m.spec.name = printable(m.kind == "folder" ? dir.filename().string() : m.ref);
   m.path = dir.string();
   const auto files = safetensors_files(dir);
   if (files.empty()) {
@@ -188,12 +265,9 @@ ModelSource from_folder(const fs::path& dir, ModelSource m) {
     return m;
   }
   std::vector<safetensors::Header> headers;
-  for (const auto& f : files) {
-    if (!fs::exists(f)) throw DataError(f.string() + ": named by the index but missing");
-    headers.push_back(read_safetensors(f));
-  }
+  for (const auto& f : files) headers.push_back(read_shard(f));
   const auto [method, bits] = quantization_of(j);
-  attach(m, checkpoint_from(headers, method, bits));
+  attach(m, checkpoint_from(headers, method, bits, dir.string()));
   return m;
 }
 
@@ -201,26 +275,40 @@ ModelSource from_gguf(const fs::path& p, ModelSource m) {
   const gguf_file::Header h = read_gguf(p);
   m.spec = model_from_gguf(h, p.string());
   m.path = p.string();
-  attach(m, checkpoint_from(h));
+  attach(m, checkpoint_from(h, p.string()));
   return m;
 }
 
-// org/name[@revision] → the snapshot folder in the local cache, if it is there.
+// `p`, resolved, lies inside `root`, resolved: a ref or snapshot reached through a symlink may not leave the cache.
+bool inside(const fs::path& p, const fs::path& root) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(p, ec), base = ec ? fs::path() : fs::canonical(root, ec);
+  if (ec) throw DataError(printable(p.string(), 256) + ": cannot read (" + ec.message() + ")");
+  const auto [a, b] = std::mismatch(base.begin(), base.end(), real.begin(), real.end());
+  return a == base.end();
+}
+
+// org/name[@revision] → the snapshot folder in the local cache, if it is there. The revision is a checked name
+// (revision_name): refs/<revision> is a file under refs/, and both it and the snapshot must resolve inside the cache.
 std::optional<fs::path> cached_snapshot(const std::string& repo, const std::string& revision, std::string& commit) {
   std::string folder = "models--";
   for (char c : repo) folder += c == '/' ? std::string("--") : std::string(1, c);
   const fs::path root = fs::path(hf_cache_root()) / folder;
-  if (!fs::is_directory(root)) return std::nullopt;
+  if (kind_of(root) != fs::file_type::directory) return std::nullopt;
   commit = revision;
   if (!commit_hash(revision)) {
     const fs::path ref = root / "refs" / revision;
-    if (!fs::exists(ref)) return std::nullopt;
+    const fs::file_type k = kind_of(ref);
+    if (k == fs::file_type::not_found) return std::nullopt;
+    if (k != fs::file_type::regular || !inside(ref, root / "refs"))
+      throw DataError(ref.string() + ": not a file of the cache's refs/");
     commit = read_prefix(ref, 64);
     commit.erase(std::remove_if(commit.begin(), commit.end(), ::isspace), commit.end());
     if (!commit_hash(commit)) throw DataError(ref.string() + ": not a commit hash");
   }
   const fs::path snap = root / "snapshots" / commit;
-  if (!fs::is_directory(snap)) return std::nullopt;
+  if (kind_of(snap) != fs::file_type::directory) return std::nullopt;
+  if (!inside(snap, root / "snapshots")) throw DataError(snap.string() + ": leaves the cache's snapshots/");
   return snap;
 }
 
@@ -255,35 +343,38 @@ ModelSource resolve_model_source(const ModelOptions& o) {
     return m;
   }
   const fs::path p(o.model);
-  if (fs::is_directory(p)) return m.kind = "folder", from_folder(p, m);
-  if (fs::is_regular_file(p) && p.extension() == ".gguf") return m.kind = "gguf", from_gguf(p, m);
-  if (fs::is_regular_file(p)) {
+  const fs::file_type k = kind_of(p);
+  if (k == fs::file_type::directory) return m.kind = "folder", from_folder(p, m);
+  if (k == fs::file_type::regular && p.extension() == ".gguf") return m.kind = "gguf", from_gguf(p, m);
+  if (k == fs::file_type::regular) {
     m.kind = "config", m.path = o.model;
     m.spec = model_from_hf_config(read_json(p), o.model);
     return m;
   }
-  // org/name[@revision]: two Hub name parts, a revision of name characters and slashes, no "..".
+  // org/name[@revision]: two Hub name parts and a revision of name segments.
   const std::string_view id(o.model);
   const std::size_t at = id.find('@'), slash = id.find('/');
   const std::string_view repo_part = id.substr(0, at);
   const bool is_hub = slash != std::string_view::npos && slash < repo_part.size() &&
                       hub_name(repo_part.substr(0, slash)) && hub_name(repo_part.substr(slash + 1)) &&
-                      (at == std::string_view::npos ||
-                       (at + 1 < id.size() && all_of_chars(id.substr(at + 1), is_revision_char))) &&
-                      id.find("..") == std::string_view::npos;
+                      (at == std::string_view::npos || revision_name(id.substr(at + 1)));
   if (!is_hub)
-    throw InputError("unknown model \"" + o.model + "\": not a preset (`gpuplan models`), a file or folder, or a "
-                     "Hugging Face id org/name[@revision]");
+    throw InputError("unknown model \"" + printable(o.model, 256) + "\": not a preset (`gpuplan models`), a file or "
+                     "folder, or a Hugging Face id org/name[@revision]");
   const std::string repo(repo_part);
   m.revision = at == std::string_view::npos ? "main" : std::string(id.substr(at + 1));
   std::string commit;
-  if (const auto snap = cached_snapshot(repo, m.revision, commit)) {
+  const bool branch = !commit_hash(m.revision);
+  if (const auto snap = o.refresh && branch ? std::nullopt : cached_snapshot(repo, m.revision, commit)) {
     m.kind = "hf-cache";
     if (commit != m.revision) m.revision += " (" + commit.substr(0, 12) + ")";
     return from_folder(*snap, m);
   }
   m.kind = "hub";
-  return from_folder(hub_snapshot(repo, m.revision, HubSettings::from_environment(o.hf_token)), m);
+  HubSettings hub = HubSettings::from_environment(o.hf_token);
+  if (o.hub_timeout > 0) hub.timeout_s = o.hub_timeout;
+  hub.refresh = o.refresh;
+  return from_folder(hub_snapshot(repo, m.revision, hub), m);
 }
 
 std::optional<StoredWeightBytes> ModelSource::stored_language() const {
@@ -292,8 +383,8 @@ std::optional<StoredWeightBytes> ModelSource::stored_language() const {
 }
 
 nlohmann::json ModelSource::json() const {
-  nlohmann::json j{{"kind", kind}, {"ref", ref}};
-  if (!path.empty()) j["path"] = path;
+  nlohmann::json j{{"kind", kind}, {"ref", printable(ref)}};  // the user's text and paths: any bytes
+  if (!path.empty()) j["path"] = printable(path);
   if (!revision.empty()) j["revision"] = revision;
   if (checkpoint && stored) {
     nlohmann::json parts = nlohmann::json::object(), dtypes = nlohmann::json::object();

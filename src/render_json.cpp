@@ -7,7 +7,11 @@
 
 namespace gpuplan::cli {
 
-void render_json(const nlohmann::json& report, std::ostream& out) { out << report.dump(2) << "\n"; }
+// Strings in a report were made printable where they came from files; replace is the last guard against a byte
+// that is not UTF-8 (which dump would throw on).
+void render_json(const nlohmann::json& report, std::ostream& out) {
+  out << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
 
 void render_rows(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows, bool markdown,
                  std::ostream& out) {

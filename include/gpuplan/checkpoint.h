@@ -12,6 +12,7 @@
 #include "gguf.h"
 #include "quant.h"
 #include "safetensors.h"
+#include "text.h"
 #include "units.h"
 
 namespace gpuplan {
@@ -97,6 +98,24 @@ inline std::int64_t place(std::string_view n, std::int64_t layers, std::string& 
   return -3;
 }
 
+// Every sum over a checkpoint's tensors stays exact: at most 2^53 bytes and 2^53 elements in all (9 PB; the largest
+// published checkpoints hold a few TB), so logical parameters (≤ 32 per element) and bytes fit in int64 and double.
+class TensorTotals {
+ public:
+  explicit TensorTotals(const std::string& where) : where_(where) {}
+  void add(std::int64_t elements, std::int64_t bytes) {
+    constexpr std::int64_t limit = std::int64_t(1) << 53;
+    elements_ += elements;  // each tensor holds under 2^50 elements (the parsers' bound): no overflow before the test
+    bytes_ += bytes;
+    if (elements_ > limit || bytes_ > limit)
+      throw DataError(where_ + ": the tensors hold over 2^53 elements or bytes in all");
+  }
+
+ private:
+  std::string where_;
+  std::int64_t elements_ = 0, bytes_ = 0;
+};
+
 }  // namespace detail
 
 inline StoredWeights stored_weights(const Checkpoint& c, std::int64_t layers) {
@@ -111,7 +130,7 @@ inline StoredWeights stored_weights(const Checkpoint& c, std::int64_t layers) {
     const std::int64_t at = detail::place(t.name, layers, part);
     if (at == -3) {
       w.other += b;
-      w.other_parts[part] += b;
+      w.other_parts[printable(part)] += b;  // a name from the file: shown in notes and JSON
       other += p;
       continue;
     }
@@ -129,24 +148,30 @@ inline StoredWeights stored_weights(const Checkpoint& c, std::int64_t layers) {
 }
 
 inline Checkpoint checkpoint_from(const std::vector<safetensors::Header>& files, std::string quantization,
-                                  int packed_bits) {
+                                  int packed_bits, const std::string& where = "checkpoint") {
   Checkpoint c;
+  detail::TensorTotals totals(where);
   c.format = "safetensors";
   c.quantization = std::move(quantization);
   c.packed_bits = packed_bits >= 1 && packed_bits <= 16 ? packed_bits : 4;
   for (const auto& f : files)
-    for (const auto& t : f.tensors) c.tensors.push_back({t.name, t.dtype, t.elements(), t.bytes});
+    for (const auto& t : f.tensors) {
+      totals.add(t.elements(), t.bytes);
+      c.tensors.push_back({t.name, t.dtype, t.elements(), t.bytes});
+    }
   return c;
 }
 
 // GGUF: the quantisation is the type holding most of the bytes (general.file_type names a mix, e.g. Q4_K_M,
 // whose tensors are Q4_K, Q6_K and F32).
-inline Checkpoint checkpoint_from(const gguf_file::Header& h) {
+inline Checkpoint checkpoint_from(const gguf_file::Header& h, const std::string& where = "checkpoint") {
   Checkpoint c;
   c.format = "gguf";
+  detail::TensorTotals totals(where);
   std::map<std::string, std::int64_t> bytes;
   for (const auto& t : h.tensors) {
     const std::string type = gguf_file::ggml_type(t.type).name;
+    totals.add(t.elements, t.bytes);
     c.tensors.push_back({t.name, type, t.elements, t.bytes});
     bytes[type] += t.bytes;
   }

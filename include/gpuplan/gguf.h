@@ -5,6 +5,7 @@
 // length and bytes. Hostile until parsed: every count and length is checked against the bytes left before
 // anything is allocated; a header that needs more bytes than given throws `Truncated` so a reader can fetch more.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -62,6 +63,7 @@ struct TensorInfo {
   std::uint32_t type = 0;
   std::int64_t elements = 0;
   std::int64_t bytes = 0;
+  std::uint64_t offset = 0;  // into the data section
 };
 
 struct Header {
@@ -69,6 +71,7 @@ struct Header {
   std::map<std::string, Value> metadata;
   std::vector<TensorInfo> tensors;
   std::int64_t header_bytes = 0;  // bytes up to the end of the tensor infos
+  std::uint64_t alignment = 32;   // general.alignment (GGUF_DEFAULT_ALIGNMENT): the data section and every tensor
 
   const Value* find(const std::string& key) const {
     const auto it = metadata.find(key);
@@ -207,7 +210,7 @@ inline TensorInfo read_tensor_info(Reader& r) {
   if (!g.name) throw DataError(r.where() + ": tensor " + t.name + " has unknown ggml type " + std::to_string(t.type));
   if (t.shape[0] % g.block != 0)
     throw DataError(r.where() + ": tensor " + t.name + " rows are not whole " + g.name + " blocks");
-  r.scalar<std::uint64_t>();  // offset into the data section: not needed for sizes
+  t.offset = r.scalar<std::uint64_t>();
   t.elements = std::int64_t(n);
   t.bytes = std::int64_t(n / std::uint64_t(g.block) * std::uint64_t(g.bytes));
   return t;
@@ -234,9 +237,34 @@ inline Header parse_header(std::string_view bytes, const std::string& where) {
     const auto type = r.scalar<std::uint32_t>();
     h.metadata[std::move(key)] = detail::read_value(r, type);
   }
+  // ggml (gguf.cpp, gguf_init_from_file_impl) takes general.alignment as a u32 power of two, and nothing else.
+  if (const Value* a = h.find("general.alignment")) {
+    if (a->kind != Value::Kind::integer || a->i <= 0 || a->i > (1 << 30) || (a->i & (a->i - 1)) != 0)
+      throw DataError(where + ": GGUF general.alignment must be a power of two");
+    h.alignment = std::uint64_t(a->i);
+  }
   for (std::uint64_t t = 0; t < tensors; ++t) h.tensors.push_back(detail::read_tensor_info(r));
   h.header_bytes = std::int64_t(r.pos());
   return h;
+}
+
+// The tensors' data as ggml loads it: each at an aligned offset, none overlapping another, all inside the file
+// (`file_bytes`: its size). A file that fails this holds bytes other than its header says.
+inline void check_data(const Header& h, std::uint64_t file_bytes, const std::string& where) {
+  const std::uint64_t start = (std::uint64_t(h.header_bytes) + h.alignment - 1) / h.alignment * h.alignment;
+  const std::uint64_t data = file_bytes > start ? file_bytes - start : 0;
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& t : h.tensors) {
+    if (t.offset % h.alignment != 0)
+      throw DataError(where + ": tensor " + t.name + " is not at a multiple of general.alignment");
+    if (t.offset > data || std::uint64_t(t.bytes) > data - t.offset)
+      throw DataError(where + ": tensor " + t.name + " lies past the end of the file (truncated?)");
+    by_offset.push_back(&t);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+  for (std::size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i - 1]->offset + std::uint64_t(by_offset[i - 1]->bytes) > by_offset[i]->offset)
+      throw DataError(where + ": tensors " + by_offset[i - 1]->name + " and " + by_offset[i]->name + " overlap");
 }
 
 }  // namespace gpuplan::gguf_file

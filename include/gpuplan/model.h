@@ -349,6 +349,65 @@ inline ParamCounts count_params(const ModelSpec& s) {
   return ParamCounts{Params(emb + total + rest), Params(emb + active + rest), Params(emb), Params(head)};
 }
 
+// The largest shapes accepted: far above any published model (Llama 3.1 405B: 126 layers, hidden 16,384, 128
+// heads of 128; DeepSeek-V3: 256 experts, MLA ranks ≤ 1,536; Qwen3-Next: 512 experts; vocabularies ≤ 262,144;
+// Llama 4 Scout: 10M positions), low enough that a per-layer table stays small and no product of two of them nears
+// 2^63. Checked as soon as a parser has read them, before anything is built per layer, expert or position.
+struct ShapeLimit {
+  const char* what;
+  std::int64_t value, max;
+};
+
+// "model "name": problem", or the problem alone while a parser has not named the model yet.
+inline std::string model_problem(const ModelSpec& s, const std::string& problem) {
+  return s.name.empty() ? problem : "model \"" + s.name + "\": " + problem;
+}
+
+inline void check_dimensions(const ModelSpec& s) {
+  const auto& l = s.linear;
+  const ShapeLimit limits[] = {
+      {"num_hidden_layers", s.layers, 100'000},          {"hidden_size", s.hidden, 1'000'000},
+      {"vocab_size", s.vocab, 100'000'000},              {"intermediate_size", s.intermediate, 10'000'000},
+      {"num_attention_heads", s.heads, 100'000},         {"num_key_value_heads", s.kv_heads, 100'000},
+      {"head_dim", s.head_dim, 100'000},                 {"max_position_embeddings", s.max_positions, 1'000'000'000},
+      {"learned positions", s.learned_positions, 1'000'000'000}, {"sliding_window", s.sliding_window, 1'000'000'000},
+      {"num_experts", s.moe.experts, 65'536},            {"num_experts_per_tok", s.moe.experts_per_token, 65'536},
+      {"moe_intermediate_size", s.moe.intermediate, 10'000'000},
+      {"n_shared_experts", s.moe.shared_experts, 65'536}, {"shared_expert_intermediate_size", s.moe.shared_intermediate, 10'000'000},
+      {"q_lora_rank", s.mla.q_lora_rank, 1'000'000},     {"kv_lora_rank", s.mla.kv_lora_rank, 1'000'000},
+      {"qk_nope_head_dim", s.mla.qk_nope_head_dim, 100'000}, {"qk_rope_head_dim", s.mla.qk_rope_head_dim, 100'000},
+      {"v_head_dim", s.mla.v_head_dim, 100'000},
+      {"linear_num_key_heads", l.key_heads, 100'000},    {"linear_num_value_heads", l.value_heads, 100'000},
+      {"linear_key_head_dim", l.key_head_dim, 100'000},  {"linear_value_head_dim", l.value_head_dim, 100'000},
+      {"linear_conv_kernel_dim", l.conv_kernel, 65'536}};
+  for (const auto& [what, value, max] : limits)
+    if (value < 0 || value > max)
+      throw InputError(model_problem(s, std::string(what) + " " + std::to_string(value) + " is outside 0 … " +
+                                            std::to_string(max)));
+  // Widths that are products: the attention's q and kv projections, linear attention's key and value widths.
+  if (s.heads * s.head_dim > 10'000'000 || s.kv_heads * s.head_dim > 10'000'000 ||
+      l.key_heads * l.key_head_dim > 10'000'000 || l.value_heads * l.value_head_dim > 10'000'000)
+    throw InputError(model_problem(s, "attention width (heads × head_dim) over 10,000,000"));
+}
+
+// Parameters at most: 2·10^15, 1,000 times the largest published model and room above --params' own limit of 10^15
+// (parse.h) for the derived shape nearest to it; every count of the model then fits in int64 with room for the
+// estimators' products, and is exact in a double.
+inline constexpr double max_model_params = 2e15;
+
+// The parameter count in floating point, which cannot overflow: the check before any int64 sum of numel().
+inline double param_count_bound(const ModelSpec& s) {
+  const ParamInventory inv = param_inventory(s);
+  auto sum = [](const std::vector<ParamGroup>& v) {
+    double n = 0;
+    for (const auto& g : v) n += double(g.out) * double(g.in) * double(g.count);
+    return n;
+  };
+  double n = sum(inv.embedding) + sum(inv.head);
+  for (std::uint8_t k : inv.kind_of) n += sum(inv.kinds[k]);
+  return n;
+}
+
 // Reject shapes that cannot be computed with, before any formula sees them.
 inline void validate(const ModelSpec& s) {
   auto need = [&](std::int64_t v, const char* what) {
@@ -361,16 +420,32 @@ inline void validate(const ModelSpec& s) {
   need(s.kv_heads, "num_key_value_heads");
   need(s.head_dim, "head_dim");
   need(s.intermediate, "intermediate_size");
+  check_dimensions(s);
   if (s.heads % s.kv_heads != 0)
     throw InputError("model \"" + s.name + "\": num_attention_heads must be a multiple of num_key_value_heads");
-  if (s.hidden > 1'000'000 || s.layers > 100'000 || s.vocab > 100'000'000 || s.intermediate > 10'000'000)
-    throw InputError("model \"" + s.name + "\": dimensions out of the supported range");
+  const bool routed = std::find(s.moe_layers.begin(), s.moe_layers.end(), true) != s.moe_layers.end();
+  if (routed) need(s.moe.experts, "num_experts");  // an MoE family's layers with no experts: not silently dense
   if (s.moe.experts > 0) {
     need(s.moe.experts_per_token, "num_experts_per_tok");
     need(s.moe.intermediate, "moe_intermediate_size");
     if (s.moe.experts_per_token > s.moe.experts)
       throw InputError("model \"" + s.name + "\": num_experts_per_tok exceeds the number of experts");
   }
+  if (s.mla_enabled) {
+    need(s.mla.kv_lora_rank, "kv_lora_rank");
+    need(s.mla.v_head_dim, "v_head_dim");
+    need(s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim, "qk_nope_head_dim + qk_rope_head_dim");
+  }
+  if (!s.linear_layers.empty()) {
+    need(s.linear.key_heads, "linear_num_key_heads");
+    need(s.linear.value_heads, "linear_num_value_heads");
+    need(s.linear.key_head_dim, "linear_key_head_dim");
+    need(s.linear.value_head_dim, "linear_value_head_dim");
+    need(s.linear.conv_kernel, "linear_conv_kernel_dim");
+  }
+  if (const double n = param_count_bound(s); n > max_model_params)
+    throw InputError("model \"" + s.name + "\": " + std::to_string(std::llround(n / 1e12)) +
+                     "T parameters, over the 2·10^15 supported");
 }
 
 // A standard Llama-style decoder for a bare parameter count (--params 7.5B) where no known model has that size

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "gguf.h"
 #include "model.h"
+#include "text.h"
 
 namespace gpuplan {
 
@@ -86,13 +87,12 @@ inline void gguf_moe(ModelSpec& s, const GgufKeys& k) {
 
 }  // namespace detail
 
-// The language model of a GGUF file. Shapes come from the metadata; the tensors' own bytes are the weights
-// (checkpoint.h), so quantisation mixes need no guessing.
-inline ModelSpec model_from_gguf(const gguf_file::Header& h, const std::string& where) {
-  const detail::GgufKeys k(h, where);
+namespace detail {
+
+inline ModelSpec gguf_spec(const gguf_file::Header& h, const std::string& where) {
+  const GgufKeys k(h, where);
   ModelSpec s;
-  s.model_type = k.arch();
-  s.name = h.string("general.name", where);
+  s.model_type = printable(k.arch());
   s.family = Family::llama;
   s.layers = k.integer("block_count");
   s.hidden = k.integer("embedding_length");
@@ -102,10 +102,12 @@ inline ModelSpec model_from_gguf(const gguf_file::Header& h, const std::string& 
   s.kv_heads = k.integer("attention.head_count_kv", s.heads);
   s.head_dim = k.integer("attention.key_length", s.hidden / s.heads);
   s.max_positions = k.integer("context_length", 0);
-  s.vocab = detail::gguf_vocab(h, k);
-  s.tied_embeddings = !detail::gguf_has_tensor(h, "output.weight");
-  s.qkv_bias = detail::gguf_has_tensor(h, "blk.0.attn_q.bias");
-  s.qk_norm = detail::gguf_has_tensor(h, "blk.0.attn_q_norm.weight");
+  s.vocab = gguf_vocab(h, k);
+  check_dimensions(s);  // before gguf_moe and gguf_sliding build per-layer tables
+  s.name = printable(h.string("general.name", where));
+  s.tied_embeddings = !gguf_has_tensor(h, "output.weight");
+  s.qkv_bias = gguf_has_tensor(h, "blk.0.attn_q.bias");
+  s.qk_norm = gguf_has_tensor(h, "blk.0.attn_q_norm.weight");
   if (k.integer("attention.kv_lora_rank", 0) > 0) {  // DeepSeek MLA
     s.mla_enabled = true;
     s.mla.kv_lora_rank = k.integer("attention.kv_lora_rank");
@@ -115,15 +117,25 @@ inline ModelSpec model_from_gguf(const gguf_file::Header& h, const std::string& 
     s.mla.v_head_dim = k.integer("attention.value_length", s.head_dim);
     s.kv_heads = s.heads;
   }
-  detail::gguf_moe(s, k);
+  gguf_moe(s, k);
   if (s.intermediate == 0) s.intermediate = s.moe.intermediate;  // all-MoE models may omit the dense width
-  detail::gguf_sliding(s, k.arch(), k.integer("attention.sliding_window", 0));
-  try {
-    validate(s);
-  } catch (const InputError& e) {
-    throw DataError(where + ": " + e.what());
-  }
+  const std::int64_t window = k.integer("attention.sliding_window", 0);
+  if (window > 1'000'000'000) throw DataError(where + ": GGUF attention.sliding_window " + std::to_string(window) + " is absurd");
+  gguf_sliding(s, k.arch(), window);
+  validate(s);
   return s;
+}
+
+}  // namespace detail
+
+// The language model of a GGUF file. Shapes come from the metadata; the tensors' own bytes are the weights
+// (checkpoint.h), so quantisation mixes need no guessing.
+inline ModelSpec model_from_gguf(const gguf_file::Header& h, const std::string& where) {
+  try {
+    return detail::gguf_spec(h, where);
+  } catch (const InputError& e) {
+    throw DataError(where + ": " + e.what());  // a file's bad shape is a data problem, not a usage one
+  }
 }
 
 }  // namespace gpuplan

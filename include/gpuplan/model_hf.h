@@ -1,6 +1,7 @@
 // Hugging Face config.json → ModelSpec, one function per model_type family.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <utility>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "text.h"
 
 namespace gpuplan {
 
@@ -37,8 +39,10 @@ class HfConfig {
   std::int64_t integer(const char* k) const {
     if (!has(k)) throw DataError(where_ + ": missing field \"" + k + "\"");
     const auto& v = j_[k];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-      throw DataError(where_ + ": field \"" + k + "\" must be a non-negative integer");
+    // Unsigned above 2^63 reads as negative here; 2^40 bounds every field so that local sums and products
+    // (4·hidden, heads·head_dim) cannot overflow before check_dimensions sees the shape.
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > (std::int64_t(1) << 40))
+      throw DataError(where_ + ": field \"" + k + "\" must be an integer in 0 … 2^40");
     return v.get<std::int64_t>();
   }
   std::int64_t integer(const char* k, std::int64_t fallback) const { return has(k) ? integer(k) : fallback; }
@@ -49,7 +53,8 @@ class HfConfig {
   }
   double number(const char* k, double fallback) const {
     if (!has(k)) return fallback;
-    if (!j_[k].is_number()) throw DataError(where_ + ": field \"" + k + "\" must be a number");
+    if (!j_[k].is_number() || !std::isfinite(j_[k].get<double>()))
+      throw DataError(where_ + ": field \"" + k + "\" must be a finite number");
     return j_[k].get<double>();
   }
   std::string string(const char* k, std::string fallback) const {
@@ -245,6 +250,7 @@ inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
   s.family = Family::llama;
   read_attention_shape(s, c);
   s.intermediate = c.integer("intermediate_size");
+  check_dimensions(s);  // before read_layer_types and read_moe build per-layer tables
   s.activation = c.string("hidden_act", c.string("hidden_activation", "silu"));
   s.dropout = c.number("attention_dropout", 0.0);
   s.mlp_bias = c.boolean("mlp_bias", type == "gpt_oss");  // gpt-oss experts carry biases
@@ -317,15 +323,15 @@ inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string
   const std::string type = c.string("model_type", "");
   if (type.empty()) throw DataError(where + ": missing field \"model_type\"");
   ModelSpec s;
-  if (type == "gpt2") s = detail::from_gpt2(c);
-  else if (type == "gpt_neox") s = detail::from_gpt_neox(c);
-  else if (std::find(std::begin(llama_like_types), std::end(llama_like_types), type) != std::end(llama_like_types))
-    s = detail::from_llama_like(c, type);
-  else
-    throw DataError(where + ": unsupported model_type \"" + type + "\" (supported: " + supported_model_types + ")");
-  s.name = c.string("_name_or_path", "");
-  if (s.name.empty()) s.name = where;
   try {
+    if (type == "gpt2") s = detail::from_gpt2(c);
+    else if (type == "gpt_neox") s = detail::from_gpt_neox(c);
+    else if (std::find(std::begin(llama_like_types), std::end(llama_like_types), type) != std::end(llama_like_types))
+      s = detail::from_llama_like(c, type);
+    else
+      throw DataError(where + ": unsupported model_type \"" + type + "\" (supported: " + supported_model_types + ")");
+    s.name = printable(c.string("_name_or_path", ""));
+    if (s.name.empty()) s.name = printable(where);
     validate(s);
   } catch (const InputError& e) {
     throw DataError(where + ": " + e.what());  // a config's bad shape is a data problem, not a usage one

@@ -4,10 +4,12 @@
 // The header is hostile until parsed: its length is bounded before anything is allocated, every tensor's
 // byte range must match its shape and dtype, and ranges must lie inside the data that follows.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -105,6 +107,7 @@ inline Header parse_header(std::string_view json, const std::string& where, std:
   if (j.is_discarded() || !j.is_object()) throw DataError(where + ": safetensors header is not a JSON object");
   Header h;
   std::uint64_t end = 0;
+  std::vector<std::pair<std::uint64_t, std::size_t>> begins;  // each tensor's first byte, and which tensor
   for (const auto& [name, t] : j.items()) {
     if (name == "__metadata__") {
       if (!t.is_object()) throw DataError(where + ": __metadata__ must be an object");
@@ -113,7 +116,17 @@ inline Header parse_header(std::string_view json, const std::string& where, std:
       continue;
     }
     h.tensors.push_back(detail::parse_tensor(name, t, where));
+    begins.emplace_back(t["data_offsets"][0].get<std::uint64_t>(), h.tensors.size() - 1);
     end = std::max(end, t["data_offsets"][1].get<std::uint64_t>());
+  }
+  // Tensors over the same bytes would be counted twice (the reference implementation wants them back to back).
+  std::sort(begins.begin(), begins.end(), [&](const auto& a, const auto& b) {  // at one offset, empty tensors first
+    return a.first != b.first ? a.first < b.first : h.tensors[a.second].bytes < h.tensors[b.second].bytes;
+  });
+  for (std::size_t i = 1; i < begins.size(); ++i) {
+    const Tensor& a = h.tensors[begins[i - 1].second];
+    if (begins[i - 1].first + std::uint64_t(a.bytes) > begins[i].first)
+      throw DataError(where + ": tensors \"" + a.name + "\" and \"" + h.tensors[begins[i].second].name + "\" overlap");
   }
   h.data_bytes = static_cast<std::int64_t>(end);
   if (file_bytes > 0 && 8 + json.size() + end > file_bytes)

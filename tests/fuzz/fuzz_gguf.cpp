@@ -1,5 +1,6 @@
 // libFuzzer: any bytes are a GGUF header, a DataError, or Truncated (a DataError); a parsed one gives a model
-// that estimates finitely, or a DataError naming what is missing.
+// that estimates finitely and positively with the file's own weights (as `infer --model x.gguf` does), or a
+// DataError naming what is missing.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -15,15 +16,25 @@ int gguf(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
     const auto h = gpuplan::gguf_file::parse_header(bytes, "fuzz");
-    const auto w = gpuplan::stored_weights(gpuplan::checkpoint_from(h), 4);
-    if (w.total().in(gpuplan::unit::bytes) < 0) std::abort();
+    try {
+      gpuplan::gguf_file::check_data(h, size + (std::uint64_t(1) << 40), "fuzz");  // as if the data followed
+    } catch (const gpuplan::DataError&) {  // overlapping or unaligned: the reader refuses it; the rest still runs
+    }
+    const auto c = gpuplan::checkpoint_from(h);
     const gpuplan::ModelSpec s = gpuplan::model_from_gguf(h, "fuzz");
-    if (gpuplan::count_params(s).total.in(gpuplan::unit::params) > 2'000'000'000'000LL) return 0;  // keep runs short
+    const auto w = gpuplan::stored_weights(c, s.layers);
+    if (!(w.total().in(gpuplan::unit::bytes) >= 0) || w.language_params.in(gpuplan::unit::params) < 0) std::abort();
+    const auto n = gpuplan::count_params(s);
+    if (n.total.in(gpuplan::unit::params) <= 0 || n.active.in(gpuplan::unit::params) > n.total.in(gpuplan::unit::params))
+      std::abort();
+    if (n.total.in(gpuplan::unit::params) > 2'000'000'000'000LL) return 0;  // keep runs short
     gpuplan::InferenceWorkload iw;
     iw.prompt_len = 64;
     iw.new_tokens = 4;
     iw.profile = gpuplan::Profile::llama_cpp;
-    const double i = gpuplan::estimate_inference_memory(s, iw).memory.total.in(gpuplan::unit::bytes);
+    iw.stored = gpuplan::stored_language_weights(w, c);
+    const auto e = gpuplan::estimate_inference_memory(s, iw);
+    const double i = e.memory.total.in(gpuplan::unit::bytes);
     if (!std::isfinite(i) || i <= 0) std::abort();
   } catch (const gpuplan::Error&) {
   }

@@ -15,7 +15,10 @@ int hf_config(const std::uint8_t* data, std::size_t size) {
   if (j.is_discarded()) return 0;
   try {
     const gpuplan::ModelSpec s = gpuplan::model_from_hf_config(j, "fuzz");
-    if (gpuplan::count_params(s).total.in(gpuplan::unit::params) > 2'000'000'000'000LL) return 0;  // keep runs short
+    const auto n = gpuplan::count_params(s);  // validated: within 2·10^15, never negative, active ≤ total
+    if (n.total.in(gpuplan::unit::params) <= 0 || n.active.in(gpuplan::unit::params) > n.total.in(gpuplan::unit::params))
+      std::abort();
+    if (n.total.in(gpuplan::unit::params) > 2'000'000'000'000LL) return 0;  // keep runs short
     gpuplan::TrainingWorkload w;
     w.batch = 1;
     w.seq = 64;

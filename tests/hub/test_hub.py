@@ -18,13 +18,15 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "checkpoints"))
 from make_fixtures import write_folder  # noqa: E402
 
 TOKEN = "hf_test_secret_7c1f"
 failures = []
-served = {"bytes": 0, "safetensors_bytes": 0, "requests": 0, "auth_to_cdn": 0, "cdn_requests": 0}
+served = {"bytes": 0, "safetensors_bytes": 0, "requests": 0, "auth_to_cdn": 0, "cdn_requests": 0, "paths": []}
 
 
 def check(name, cond, detail=""):
@@ -90,6 +92,26 @@ def hostile(root):
         f.truncate(1 << 20)
 
 
+def odd_and_many(root):
+    """A shard whose name needs percent-encoding, and an index that names 5,000 shards."""
+    src = os.path.join(root, "openai", "gpt-oss-20b")
+    d = os.path.join(root, "odd", "names")
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(os.path.join(src, "config.json"), d)
+    index = json.load(open(os.path.join(src, "model.safetensors.index.json")))
+    renamed = {f: f"weights #{k} ?&%.safetensors" for k, f in enumerate(sorted(set(index["weight_map"].values())))}
+    for f, new in renamed.items():
+        os.link(os.path.join(src, f), os.path.join(d, new))
+    index["weight_map"] = {t: renamed[f] for t, f in index["weight_map"].items()}
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump(index, f)
+    d = os.path.join(root, "evil", "many-shards")
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(os.path.join(src, "config.json"), d)
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"weight_map": {f"t{k}": f"s{k}.safetensors" for k in range(5000)}}, f)
+
+
 def serve(root, gated):
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *a):
@@ -124,6 +146,19 @@ def serve(root, gated):
             if path.endswith(".safetensors"):
                 served["safetensors_bytes"] += len(data)
 
+        def trickle(self):
+            """64 MiB announced, 4 KiB a second: above curl's stall rule, for hours."""
+            self.send_response(200)
+            self.send_header("Content-Length", str(64 << 20))
+            self.end_headers()
+            try:
+                for _ in range(120):
+                    self.wfile.write(b" " * 4096)
+                    self.wfile.flush()
+                    time.sleep(1)
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
         def do_GET(self):
             served["requests"] += 1
             parts = self.path.split("/")
@@ -131,12 +166,15 @@ def serve(root, gated):
                 served["cdn_requests"] += 1
                 if self.headers.get("Authorization"):
                     served["auth_to_cdn"] += 1
-                path = os.path.join(root, *parts[2:])
+                path = os.path.join(root, *[urllib.parse.unquote(p) for p in parts[2:]])
                 return self.send_file(path) if os.path.isfile(path) else self.send_error(404)
             m = re.fullmatch(r"/([^/]+)/([^/]+)/resolve/([^/]+)/([^/]+)", self.path)
             if not m:
                 return self.send_error(404)
-            org, name, rev, file = m.groups()
+            org, name, rev, file = (urllib.parse.unquote(g) for g in m.groups())
+            served["paths"].append(self.path)
+            if org == "evil" and name == "trickle":
+                return self.trickle()
             if f"{org}/{name}" in gated and self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self.send_error(401)
             path = os.path.join(root, org, name, file)
@@ -144,7 +182,8 @@ def serve(root, gated):
                 return self.send_error(404)
             if file.endswith(".safetensors") and org != "evil":  # the Hub redirects weights to its CDN, another host
                 self.send_response(302)
-                self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/cdn/{org}/{name}/{file}")
+                self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/cdn/{org}/{name}/"
+                                             + urllib.parse.quote(file))
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
@@ -160,6 +199,77 @@ def run(binary, args, env):
     return p.returncode, p.stdout, p.stderr
 
 
+def misbehaving(binary, env, tmp, endpoint):
+    """A trickling server, names that would leave or share a cache folder, credentials in the endpoint, concurrent
+    and repeated fetches, a refresh, odd file names and an index naming too many shards (issue #48)."""
+    for name, extra, args in (("--hub-timeout", {}, ["--hub-timeout", "3"]),
+                              ("GPUPLAN_HUB_TIMEOUT", {"GPUPLAN_HUB_TIMEOUT": "2"}, []),
+                              ("GPUPLAN_HUB_REQUEST_TIMEOUT", {"GPUPLAN_HUB_REQUEST_TIMEOUT": "2"}, [])):
+        start = time.monotonic()
+        rc, out, err = run(binary, ["infer", "--model", "evil/trickle"] + args, dict(env, **extra))
+        took = time.monotonic() - start
+        check(f"trickle, {name} named", any(f in err for f in (f"({name}", f", {name})")), err)
+        check(f"trickle, {name}: one line in time", rc == 3 and err.count("\n") == 1 and took < 10, (rc, err, took))
+
+    # Revisions and names: usage errors, and the cached main survives them.
+    rc, _, err = run(binary, ["infer", "--model", "Qwen/Qwen3-30B-A3B"], env)
+    for model in ("Qwen/Qwen3-30B-A3B@.", "Qwen/Qwen3-30B-A3B@..", "Qwen/Qwen3-30B-A3B@/etc/hostname",
+                  "Qwen/Qwen3-30B-A3B@a/./b", "t--a/b", "t/a--b"):
+        rc, out, err = run(binary, ["infer", "--model", model], env)
+        check(f"refused {model}", rc == 2 and "unknown model" in err and err.count("\n") == 1, (rc, err))
+    rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-30B-A3B"], dict(env, HF_HUB_OFFLINE="1"))
+    check("cached main kept", rc == 0, err)
+
+    # Credentials in HF_ENDPOINT: refused, never printed, no folder named after them.
+    with_pw = endpoint.replace("http://", "http://user:pw-secret@")
+    rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-32B"], dict(env, HF_ENDPOINT=with_pw))
+    check("userinfo refused", rc == 2 and "credentials" in err and "pw-secret" not in out + err, (rc, err))
+    names = [n for _, dirs, files in os.walk(env["XDG_CACHE_HOME"]) for n in dirs + files]
+    check("no secret in the cache", not any("pw-secret" in n for n in names), names[:5])
+    key = urllib.parse.quote(endpoint, safe="")
+    check("scheme in the cache key", key in os.listdir(os.path.join(env["XDG_CACHE_HOME"], "gpuplan", "hub")),
+          os.listdir(os.path.join(env["XDG_CACHE_HOME"], "gpuplan", "hub")))
+    for d, dirs, files in os.walk(os.path.join(env["XDG_CACHE_HOME"], "gpuplan", "hub", key)):
+        for n in dirs:
+            check("private folder", os.stat(os.path.join(d, n)).st_mode & 0o077 == 0, os.path.join(d, n))
+        for n in files:
+            check("private file", os.stat(os.path.join(d, n)).st_mode & 0o077 == 0, os.path.join(d, n))
+    check("no staging left", not any(".partial-" in n or ".old-" in n for n in names), names)
+
+    # Four runs at once on an empty cache: all succeed; one fetches, the others wait for it.
+    fresh = dict(env, XDG_CACHE_HOME=os.path.join(tmp, "xdg-concurrent"))
+    procs = [subprocess.Popen([binary, "infer", "--model", "openai/gpt-oss-20b"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=fresh) for _ in range(4)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    check("concurrent fetches", all(rc == 0 for rc, _ in results), results)
+
+    # A cached branch is used until --refresh or GPUPLAN_HUB_MAX_AGE says to fetch it again.
+    for name, extra, args, again in (("cached", {}, [], False), ("--refresh", {}, ["--refresh"], True),
+                                     ("max age", {"GPUPLAN_HUB_MAX_AGE": "0.001"}, [], True)):
+        before = served["requests"]
+        rc, out, err = run(binary, ["infer", "--model", "openai/gpt-oss-20b"] + args, dict(fresh, **extra))
+        check(f"refresh: {name}", rc == 0 and (served["requests"] > before) == again, (rc, err, served["requests"] - before))
+
+    # curl's TLS failure is its "curl: (60)" line, not the advice it prints after it.
+    fake = os.path.join(tmp, "tls-bin")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "curl"), "w") as f:
+        f.write("#!/bin/sh\ncat >&2 <<'EOF'\ncurl: (60) SSL certificate problem: self-signed certificate\n"
+                "More details here: https://curl.se/docs/sslcerts.html\n\ncurl failed to verify the legitimacy of the "
+                "server and therefore could not\nestablish a secure connection to it. To learn more about this situation "
+                "and\nhow to fix it, please visit the web page mentioned above.\nEOF\nexit 60\n")
+    os.chmod(os.path.join(fake, "curl"), 0o755)
+    rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-32B"], dict(env, PATH=fake + os.pathsep + env["PATH"]))
+    check("TLS failure", rc == 3 and "SSL certificate problem" in err and err.count("\n") == 1, (rc, err))
+
+    # File names that need encoding reach the server as one segment each; too many shards are refused.
+    rc, out, err = run(binary, ["infer", "--model", "odd/names", "--format", "json"], env)
+    check("percent-encoded shard names", rc == 0 and any("%20%23" in p and "%3F%26%25" in p for p in served["paths"]),
+          (rc, err, served["paths"][-3:]))
+    rc, out, err = run(binary, ["infer", "--model", "evil/many-shards"], env)
+    check("5000 shards", rc == 3 and "over 4096" in err, (rc, err))
+
+
 def main():
     binary, fx = sys.argv[1], os.path.abspath(sys.argv[2])
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,6 +277,7 @@ def main():
         gpt_oss_bytes = gpt_oss_20b(root)
         qwen3_30b_a3b(root, fx)
         hostile(root)
+        odd_and_many(root)
         llama = os.path.join(root, "meta-llama", "Llama-3.1-8B-Instruct")
         os.makedirs(os.path.dirname(llama), exist_ok=True)
         os.symlink(os.path.join(fx, "Llama-3.1-8B-Instruct"), llama)
@@ -208,7 +319,7 @@ def main():
         rc, out, err = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct"], env)
         check("gated without token", rc == 3 and "gated or private" in err and "HF_TOKEN" in err and err.count("\n") == 1, (rc, err))
         rc, out, err = run(binary, ["infer", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--hf-token", TOKEN, "--format", "json"], env)
-        check("gated with token", rc == 0, err)
+        check("gated with token", rc == 0 and "plain http" in err and TOKEN not in err, err)
         if rc == 0:
             ck = json.loads(out)["model"]["source"]["checkpoint"]
             check("llama bytes", ck["language_model_bytes"] == 16_060_522_496, ck["language_model_bytes"])
@@ -245,6 +356,7 @@ def main():
         # A token that would add a header line is refused before anything is sent (usage error).
         rc, out, err = run(binary, ["infer", "--model", "Qwen/Qwen3-32B", "--hf-token", "abc\nX-Evil: 1"], env)
         check("token with a line break", rc == 2 and "line break" in err and err.count("\n") == 1, (rc, err))
+        misbehaving(binary, env, tmp, endpoint)
         server.shutdown()
 
     if failures:

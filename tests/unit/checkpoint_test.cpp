@@ -8,6 +8,7 @@
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/model_gguf.h>
 #include <gpuplan/builtin.h>
+#include <gpuplan/text.h>
 
 using namespace gpuplan;
 
@@ -111,6 +112,35 @@ TEST_CASE("safetensors: hostile headers are DataErrors before anything large is 
                     Catch::Contains("past the end"));
 }
 
+TEST_CASE("safetensors: tensors over the same bytes are refused", "[checkpoint]") {
+  const std::string h = R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+                        R"("b":{"dtype":"U8","shape":[8],"data_offsets":[4,12]}})";
+  CHECK_THROWS_WITH(safetensors::parse_file_prefix(safetensors_file(h, 12), "t", 0), Catch::Contains("overlap"));
+  const std::string ok = R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+                         R"("e":{"dtype":"U8","shape":[0],"data_offsets":[8,8]},)"
+                         R"("b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]}})";
+  CHECK(safetensors::parse_file_prefix(safetensors_file(ok, 12), "t", 0).tensors.size() == 3);
+}
+
+TEST_CASE("checkpoint: sums over tensors stay exact or are refused", "[checkpoint]") {
+  safetensors::Header big;
+  big.tensors.assign(2, safetensors::Tensor{"t", "U8", {std::int64_t(1) << 40, 1 << 13}, std::int64_t(1) << 53});
+  CHECK_THROWS_WITH(checkpoint_from({big}, "", 4, "dir"), Catch::Contains("dir: the tensors hold over 2^53"));
+  big.tensors.resize(1);
+  CHECK(checkpoint_from({big}, "", 4, "dir").tensors.size() == 1);
+}
+
+TEST_CASE("text from files: control characters escaped, invalid UTF-8 replaced", "[checkpoint]") {
+  CHECK(printable("a\x1b[2Jb\x07") == "a\\x1b[2Jb\\x07");
+  CHECK(printable("line\nbreak") == "line\\x0abreak");
+  CHECK(printable("caf\xc3\xa9 \xe2\x80\xa6") == "caf\xc3\xa9 \xe2\x80\xa6");  // é and … pass
+  CHECK(printable("\xc2\x9b") == "\\x9b");                                    // C1 CSI
+  CHECK(printable("\xff\xfe.json") == "\xef\xbf\xbd\xef\xbf\xbd.json");         // two U+FFFD
+  CHECK(printable("\xc0\xaf") == "\xef\xbf\xbd\xef\xbf\xbd");                   // overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");       // a surrogate
+  CHECK(printable(std::string(10, 'x'), 4) == "xxxx…");
+}
+
 TEST_CASE("gguf: metadata, per-layer arrays and tensor bytes by ggml block", "[checkpoint]") {
   const auto h = gguf_file::parse_header(small_llama().bytes(), "t");
   CHECK(h.version == 3);
@@ -139,6 +169,35 @@ TEST_CASE("gguf: truncated, wrong and absurd headers", "[checkpoint]") {
   CHECK_THROWS_WITH(gguf_file::parse_header(removed.bytes(), "t"), Catch::Contains("unknown ggml type 31"));
   std::string absurd = full.substr(0, 16) + GgufWriter::raw<std::uint64_t>(std::uint64_t(1) << 40);
   CHECK_THROWS_WITH(gguf_file::parse_header(absurd, "t"), Catch::Contains("absurd"));
+}
+
+TEST_CASE("gguf: alignment a power of two, tensor data aligned, inside the file, not overlapping", "[checkpoint]") {
+  CHECK_THROWS_WITH(gguf_file::parse_header(small_llama().u32("general.alignment", 3).bytes(), "t"),
+                    Catch::Contains("power of two"));
+  CHECK_THROWS_WITH(gguf_file::parse_header(small_llama().u32("general.alignment", 0).bytes(), "t"),
+                    Catch::Contains("power of two"));
+  CHECK_THROWS_WITH(gguf_file::parse_header(small_llama().text("general.alignment", "32").bytes(), "t"),
+                    Catch::Contains("power of two"));
+  auto h = gguf_file::parse_header(small_llama().u32("general.alignment", 64).bytes(), "t");
+  CHECK(h.alignment == 64);
+  // The writer puts every tensor at offset 0: they overlap.
+  CHECK_THROWS_WITH(gguf_file::check_data(h, 1 << 20, "t"), Catch::Contains("overlap"));
+  std::uint64_t at = 0;
+  for (auto& t : h.tensors) t.offset = at, at += (std::uint64_t(t.bytes) + 63) / 64 * 64;
+  const std::uint64_t data_start = (std::uint64_t(h.header_bytes) + 63) / 64 * 64;
+  gguf_file::check_data(h, data_start + at, "t");
+  CHECK_THROWS_WITH(gguf_file::check_data(h, data_start + at - 64, "t"), Catch::Contains("past the end"));
+  h.tensors[1].offset += 32;
+  CHECK_THROWS_WITH(gguf_file::check_data(h, 1 << 30, "t"), Catch::Contains("multiple of general.alignment"));
+}
+
+TEST_CASE("model_from_gguf: absurd counts are DataErrors before per-layer work", "[checkpoint]") {
+  auto spec = [](GgufWriter w) { return model_from_gguf(gguf_file::parse_header(w.bytes(), "t"), "t"); };
+  CHECK_THROWS_WITH(spec(small_llama().u32("llama.block_count", 4'000'000'000u).u32("llama.attention.sliding_window", 4096)),
+                    Catch::Contains("num_hidden_layers 4000000000"));
+  CHECK_THROWS_WITH(spec(small_llama().u32("llama.expert_count", 1u << 31).u32("llama.expert_used_count", 2)),
+                    Catch::Contains("num_experts"));
+  CHECK_THROWS_AS(spec(small_llama().u32("llama.attention.key_length", 1u << 31)), DataError);
 }
 
 TEST_CASE("model_from_gguf: the shape llama.cpp reads, untied when output.weight exists", "[checkpoint]") {

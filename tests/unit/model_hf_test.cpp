@@ -57,6 +57,33 @@ TEST_CASE("load_hf_config: errors are DataErrors naming the problem", "[model_hf
   CHECK_THROWS_WITH(model_from_hf_config(bad, "cfg"), Catch::Contains("multiple"));
 }
 
+TEST_CASE("model_from_hf_config: absurd shapes are refused before any per-layer work", "[model_hf]") {
+  const nlohmann::json base = {{"model_type", "llama"}, {"vocab_size", 1000}, {"hidden_size", 64},
+                               {"intermediate_size", 128}, {"num_hidden_layers", 2}, {"num_attention_heads", 4}};
+  auto with = [&](nlohmann::json extra) {
+    nlohmann::json j = base;
+    j.update(extra);
+    return j;
+  };
+  CHECK(count_params(model_from_hf_config(base, "cfg")).total.in(unit::params) > 0);
+  // A billion layers: refused at once (a per-layer table of 10^9 entries took a minute or ended in bad_alloc).
+  CHECK_THROWS_WITH(model_from_hf_config(with({{"num_hidden_layers", 1'000'000'000}}), "cfg"),
+                    Catch::Contains("num_hidden_layers 1000000000 is outside"));
+  CHECK_THROWS_WITH(model_from_hf_config(with({{"head_dim", std::int64_t(1) << 62}}), "cfg"), Catch::Contains("2^40"));
+  CHECK_THROWS_WITH(model_from_hf_config(with({{"head_dim", 1 << 20}}), "cfg"), Catch::Contains("head_dim"));
+  CHECK_THROWS_WITH(model_from_hf_config(with({{"model_type", "mixtral"}, {"num_local_experts", 0},
+                                               {"num_experts_per_tok", 2}}), "cfg"),
+                    Catch::Contains("num_experts must be positive"));
+  CHECK_THROWS_WITH(model_from_hf_config(with({{"model_type", "mixtral"}, {"num_local_experts", 1 << 20},
+                                               {"num_experts_per_tok", 2}}), "cfg"),
+                    Catch::Contains("num_experts"));
+  // 10^5 layers of a 10^6-wide model: every dimension allowed, 7·10^17 parameters in all.
+  CHECK_THROWS_WITH(model_from_hf_config(with({{"num_hidden_layers", 100'000}, {"hidden_size", 1'000'000},
+                                               {"intermediate_size", 1'000'000}, {"num_attention_heads", 1000}}), "cfg"),
+                    Catch::Contains("10^15"));
+  CHECK_THROWS_AS(model_from_hf_config(with({{"num_hidden_layers", 1'000'000'000}}), "cfg"), DataError);  // exit 3
+}
+
 static nlohmann::json preset_config(const std::string& file, const std::string& id) {
   std::ifstream f(test::data + "/../../data/models/" + file);
   const auto file_json = nlohmann::json::parse(f);

@@ -37,7 +37,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | ollama | none");
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
   cmd.add_option("--engine-version", o.engine_version,
-                 "The engine release whose defaults and arithmetic to follow: X.Y[.Z] for vLLM (0.5 on), SGLang (0.4 on) "
+                 "The engine release whose defaults and arithmetic to follow: X.Y[.Z] for vLLM (0.2 on), SGLang (0.4 on) "
                  "and Ollama; a build (b4343 on) for llama.cpp (default: the newest modelled)");
   cmd.add_option("--chunked-prefill,--max-num-batched-tokens", o.chunked_prefill,
                  "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default by release and GPU: 8192 on ≥70 GiB "
@@ -109,6 +109,8 @@ nlohmann::json infer_report(const InferOptions& o) {
     w.cuda_total = device->cuda_total_memory;
     w.device_is_a100 = device->id.rfind("a100", 0) == 0;
     w.link = gpu_link_of(device->interconnect);
+    w.mxfp4_kernel = mxfp4_backend(device->memory_type.rfind("HBM", 0) == 0, device->peak.fp8.has_value(),
+                                   device->peak.fp4.has_value());
   }
   if ((o.max_batch || o.max_context) && !device) throw InputError("--max-batch and --max-context need --gpu");
 

@@ -616,6 +616,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
           w.cuda_total = Bytes(d.cuda_total().in(unit::bytes) * (1 - req.headroom));
           w.device_is_a100 = d.id.rfind("a100", 0) == 0;
           w.link = gpu_link_of(d.interconnect);
+          w.mxfp4_kernel = mxfp4_backend(d.memory_type.rfind("HBM", 0) == 0, d.peak.fp8.has_value(), d.peak.fp4.has_value());
           w.vllm.version = req.engine_version;
           const InferenceEstimate e = estimate_inference_memory(s, w);
           const double conc = e.serving.max_concurrency.value_or(0);

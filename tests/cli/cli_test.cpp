@@ -558,15 +558,15 @@ TEST_CASE("cli: --engine-version follows an engine's release and names the defau
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["workload"]["context_tokens"] == 2048);
   // Bad or unmodelled versions, or a version for HF generate: usage errors.
-  for (std::vector<std::string> args : {std::vector<std::string>{"--profile", "vllm", "--engine-version", "0.4.3"},
+  for (std::vector<std::string> args : {std::vector<std::string>{"--profile", "vllm", "--engine-version", "0.1.7"},
                                         {"--profile", "vllm", "--engine-version", "zero"},
                                         {"--profile", "llama.cpp", "--engine-version", "b100"},
-                                        {"--profile", "sglang", "--engine-version", "0.3"},
+                                        {"--profile", "sglang", "--engine-version", "0.0.9"},
                                         {"--engine-version", "0.10"}}) {
     args.insert(args.begin(), {"infer", "--model", "llama-3.1-8b"});
     CHECK(run_cli(args).code == ExitCode::usage);
   }
-  CHECK(run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "8", "--engine-version", "0.2"}).code ==
+  CHECK(run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "8", "--engine-version", "0.1"}).code ==
         ExitCode::usage);
 }
 

@@ -126,7 +126,9 @@ TEST_CASE("--engine-version: X.Y[.Z], llama.cpp builds, and the release rows the
   CHECK(vllm_release(EngineVersion{0, 12, 1}).from == EngineVersion{0, 10, 0});
   CHECK(vllm_release(EngineVersion{0, 8, 5}).engine == VllmEngine::v1_early);
   CHECK(vllm_release(std::nullopt).from == vllm_newest);
-  CHECK_THROWS_AS(vllm_release(EngineVersion{0, 4, 3}), InputError);
+  CHECK_THROWS_AS(vllm_release(EngineVersion{0, 1, 7}), InputError);
+  CHECK(vllm_release(EngineVersion{0, 4, 0}).charges_context);
+  CHECK_FALSE(vllm_release(EngineVersion{0, 4, 3}).charges_context);
   CHECK(sglang_release(EngineVersion{0, 5, 3}).gpu_memory_heuristic == false);
   CHECK(sglang_release(EngineVersion{0, 5, 4}).gpu_memory_heuristic == true);
 }
@@ -196,6 +198,7 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 1024).max_num_batched_tokens == 2048);
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 131'072).max_num_batched_tokens == 2048);
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 5, 4}), 131'072).max_num_batched_tokens == 512);
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 3, 3}), 131'072).max_num_batched_tokens == 131'072);
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 1024).max_num_seqs == 256);
 }
 
@@ -215,4 +218,18 @@ TEST_CASE("SGLang and Ollama defaults by release", "[engines][sglang]") {
   CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 5, 0})) == 2048);
   CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 6, 7})) == 4096);
   CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 15, 5})) == 32768);
+}
+
+TEST_CASE("vLLM: MXFP4 experts padded for the GPU's MoE kernel (Mxfp4MoEMethod.create_weights)", "[engines][vllm]") {
+  const ModelSpec oss = find_preset("gpt-oss-120b").spec;  // 36 MoE layers × 128 experts, hidden 2880, width 2880
+  CHECK(mxfp4_backend(true, true, false) == Mxfp4Backend::triton);           // H100
+  CHECK(mxfp4_backend(false, true, false) == Mxfp4Backend::marlin);          // L40S, RTX 4090
+  CHECK(mxfp4_backend(false, false, false) == Mxfp4Backend::marlin);         // A100 has HBM but no FP8
+  CHECK(mxfp4_backend(true, true, true) == Mxfp4Backend::flashinfer_sm100);  // B200
+  // Marlin at TP 1: width 2880 → 2944 (128), hidden 2880 → 3072 (256); 3 matrices per expert at 4.25 bits.
+  CHECK(vllm_mxfp4_padding_bytes(oss, 1, false, Mxfp4Backend::marlin) ==
+        Approx(36.0 * 128 * 3 * (2944.0 * 3072 - 2880.0 * 2880) * 4.25 / 8));
+  // Triton: the width to 64 only: 2880 needs none, TP 2's 1440 → 1472.
+  CHECK(vllm_mxfp4_padding_bytes(oss, 1, false, Mxfp4Backend::triton) == 0);
+  CHECK(vllm_mxfp4_padding_bytes(oss, 2, false, Mxfp4Backend::triton) == Approx(36.0 * 128 * 3 * 32 * 2880 * 4.25 / 8));
 }

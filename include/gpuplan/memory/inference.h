@@ -42,6 +42,7 @@ struct InferenceWorkload {
   std::optional<Bytes> cuda_total;           // what cudaMemGetInfo reports as the total: vLLM's budget base
   bool device_is_a100 = false;               // vLLM picks smaller scheduler defaults on the A100
   GpuLink link = GpuLink::nvswitch;          // how tensor-parallel peers connect (default: an H100 SXM's)
+  Mxfp4Backend mxfp4_kernel = Mxfp4Backend::triton;  // vLLM's MXFP4 MoE kernel for the GPU (default: an H100's)
 };
 
 inline void validate(const InferenceWorkload& w) {
@@ -536,11 +537,14 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
       vllm_batch_defaults(total.value_or(engine_default_device_memory), w.device_is_a100, r, max_len);
   const std::int64_t batched = v.max_num_batched_tokens > 0 ? v.max_num_batched_tokens : limits.max_num_batched_tokens;
   const std::int64_t seqs = v.max_num_seqs > 0 ? v.max_num_seqs : limits.max_num_seqs;
-  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
+  // MXFP4 experts padded for the GPU's kernel (gpt-oss support came in 0.10.1).
+  const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
+  const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
+  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
   const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel);
-  // Early V1 charged every non-torch byte on the GPU to the budget, the engine's own CUDA context included.
+  // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
   const double non_torch = vllm_non_torch_bytes(w.tp, w.link) +
-                           (r.engine == VllmEngine::v1_early ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
+                           (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;
   // Linear-attention layers keep their fixed state per sequence beside the attention groups' blocks.
@@ -612,7 +616,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
       std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
       "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
-      (r.engine == VllmEngine::v1_early ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
+      (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
       fixed(graphs / gib, 2) + " GiB outside the budget; KV blocks of 16 tokens");
   if (g.window_groups > 0 && g.full_groups > 0)
     est.assumptions.push_back("hybrid KV cache: " + std::to_string(g.full_groups) + " full-attention and " +
@@ -624,6 +628,11 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   else if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
     est.assumptions.push_back("vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache "
                               "manager before 0.10)");
+  if (padding > 0)
+    est.assumptions.push_back("MXFP4 experts padded for the " +
+                              std::string(w.mxfp4_kernel == Mxfp4Backend::marlin ? "Marlin" :
+                                          w.mxfp4_kernel == Mxfp4Backend::triton ? "Triton" : "FlashInfer") +
+                              " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU");
   if (v.enable_expert_parallel) est.assumptions.push_back("--enable-expert-parallel: each rank's experts whole, not sliced over tp");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
   if (!w.context)

@@ -31,9 +31,9 @@ struct SglangRelease {
 };
 
 inline constexpr std::array<SglangRelease, 2> sglang_releases{{
-    {{0, 4, 0}, false,
-     "python/sglang/srt/server_args.py __post_init__: mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, "
-     "0.81 at TP 8, 0.79 at TP 16"},
+    {{0, 1, 0}, false,
+     "python/sglang/srt/server_args.py __post_init__ (as read for 0.4; earlier releases taken to match): "
+     "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16"},
     {{0, 5, 4}, true,
      "python/sglang/srt/server_args.py _handle_gpu_memory_settings (PR #10975): reserved MB by chunked prefill, "
      "CUDA-graph batch and TP"},

@@ -1,6 +1,7 @@
 // vLLM's start-up memory arithmetic by release (vllm-project/vllm; each row of vllm_releases names the files it
 // was read from):
-//   budget    = gpu_memory_utilization × the CUDA total (the context already there is outside it, but in early V1)
+//   budget    = gpu_memory_utilization × the CUDA total (the context already there is outside it, but before 0.4.1
+//               and in early V1)
 //   non-KV    = weights as loaded + the torch peak of one profiling step + non-torch memory that step adds
 //   KV pool   = budget − non-KV, in blocks of 16 tokens per layer, shared by the KV-cache groups (from 0.10 each
 //               attention kind its own group: sliding-window layers keep only their window per request);
@@ -39,32 +40,39 @@ struct VllmRelease {
   VllmEngine engine;
   VllmSampler sampler;
   bool hybrid_kv;                  // KV-cache groups per attention kind (else every layer counts as full attention)
-  std::int64_t v0_prefill_chunk;   // V0: max_num_batched_tokens when chunked prefill is on (max_model_len > 32k)
+  std::int64_t v0_prefill_chunk;   // V0: max_num_batched_tokens when chunked prefill is on by default (max_model_len
+                                   // > 32k); 0: no default chunked prefill
+  bool charges_context;            // the budget pays for every non-torch byte on the GPU, the CUDA context included
   const char* source;
 };
 
 // The releases whose start-up arithmetic differs. Boundaries are the first release carrying the change.
-inline constexpr std::array<VllmRelease, 7> vllm_releases{{
-    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 512,
+inline constexpr std::array<VllmRelease, 9> vllm_releases{{
+    {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, true,
+     "vllm/worker/worker.py profile_num_available_blocks (peak = total − free after profile_run: the CUDA context "
+     "charged); vllm/config.py SchedulerConfig max(max_model_len, 2048) tokens, 256 sequences"},
+    {{0, 4, 1}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, false,
+     "vllm/worker/worker.py determine_num_available_blocks: peak = free at init − free after profile_run"},
+    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 512, false,
      "vllm/worker/worker.py determine_num_available_blocks; vllm/worker/model_runner.py profile_run (max_num_seqs "
      "sequences sharing max_num_batched_tokens); vllm/config.py SchedulerConfig (max(max_model_len, 2048) tokens, "
      "chunks of 512 with chunked prefill); vllm/model_executor/layers/sampler.py _apply_top_k_top_p (sort)"},
-    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 2048,
+    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 2048, false,
      "vllm/config.py SchedulerConfig: chunked-prefill chunks of _DEFAULT_MAX_NUM_BATCHED_TOKENS (2048); "
      "vllm/utils.py memory_profiling (the start-up baseline excluded)"},
-    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, false, 0,
+    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, false, 0, true,
      "V1 the default (PR #13726); vllm/v1/worker/gpu_worker.py determine_available_memory (torch peak + every "
      "non-torch byte on the GPU, the CUDA context included); gpu_model_runner.py profile_run (logits of every "
      "profiled token)"},
-    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, false, 0,
+    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, false, 0, false,
      "vllm/v1/worker/gpu_worker.py memory_profiling from the start-up snapshot; gpu_model_runner.py _dummy_run "
      "(logits of each request's last token); arg_utils.py batch defaults by GPU memory (PRs #17073, #17885)"},
-    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0,
+    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0, false,
      "vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, get_max_concurrency_for_kv_cache_config "
      "(hybrid KV-cache manager); vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes"},
-    {{0, 16, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0,
+    {{0, 16, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
      "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02): top-k/top-p without a full sort"},
-    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0,
+    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
      "vllm/v1/worker/gpu_worker.py determine_available_memory, vllm/engine/arg_utils.py get_batch_defaults, "
      "vllm/v1/core/kv_cache_utils.py at v0.19.0, checked against llm-d-planner's v0.19.0 start-up logs"},
 }};
@@ -114,7 +122,8 @@ struct VllmBatchLimits {
 inline VllmBatchLimits vllm_batch_defaults(Bytes cuda_total, bool is_a100, const VllmRelease& r = vllm_releases.back(),
                                            std::int64_t max_model_len = 0) {
   if (r.engine == VllmEngine::v0)
-    return {max_model_len > 32768 ? r.v0_prefill_chunk : std::max<std::int64_t>(max_model_len, 2048), 256};
+    return {max_model_len > 32768 && r.v0_prefill_chunk > 0 ? r.v0_prefill_chunk : std::max<std::int64_t>(max_model_len, 2048),
+            256};
   if (cuda_total.in(unit::bytes) >= 70.0 * 1073741824.0 && !is_a100) return {8192, 1024};
   return {2048, 256};
 }
@@ -162,6 +171,34 @@ inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvsw
   return (link == GpuLink::nvswitch ? VllmProfile::non_torch_tensor_parallel_nvls
                                     : VllmProfile::non_torch_tensor_parallel)
       .in(unit::bytes);
+}
+
+// The MXFP4 MoE kernel vLLM picks for a GPU (model_executor/layers/quantization/mxfp4.py get_mxfp4_backend, from
+// gpt-oss support in 0.10.1): Marlin below Hopper and on consumer Blackwell (sm120), Triton kernels on Hopper,
+// FlashInfer on datacenter Blackwell (sm100).
+enum class Mxfp4Backend { marlin, triton, flashinfer_sm100 };
+
+// Told apart by what the catalog says of the GPU: HBM with FP4 tensor cores is sm100, HBM with FP8 but not FP4 is
+// Hopper; the rest (Ampere, Ada, GDDR7 Blackwell) run Marlin.
+inline Mxfp4Backend mxfp4_backend(bool hbm, bool fp8, bool fp4) {
+  if (hbm && fp4) return Mxfp4Backend::flashinfer_sm100;
+  if (hbm && fp8) return Mxfp4Backend::triton;
+  return Mxfp4Backend::marlin;
+}
+
+// The bytes Mxfp4MoEMethod.create_weights adds to a GPU's routed experts by padding them for the kernel: the
+// per-partition intermediate and the hidden size rounded up (Marlin: 128 and 256, its n % 256 and k % 128;
+// FlashInfer on sm100: 256 and 256; Triton: the intermediate to 64). Each expert holds gate_up (2·I × h) and down
+// (h × I) at 4.25 bits per weight (E2M1 + an E8M0 scale per 32). Hopper's Triton weight swizzle after loading is
+// not modelled (vLLM 0.19 logged gpt-oss-20b at TP 2 on H100 9 % above the unpadded experts).
+inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool expert_parallel, Mxfp4Backend b) {
+  if (s.moe.experts == 0) return 0;
+  auto up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
+  const std::int64_t i = expert_parallel ? s.moe.intermediate : s.moe.intermediate / tp, h = s.hidden;
+  const std::int64_t ip = b == Mxfp4Backend::marlin ? up(i, 128) : b == Mxfp4Backend::flashinfer_sm100 ? up(i, 256) : up(i, 64);
+  const std::int64_t hp = b == Mxfp4Backend::marlin || b == Mxfp4Backend::flashinfer_sm100 ? up(h, 256) : h;
+  const double experts_here = double(s.moe.experts) / (expert_parallel ? double(tp) : 1.0);
+  return double(s.moe_layer_count()) * experts_here * 3.0 * double(ip * hp - i * h) * 4.25 / 8.0;
 }
 
 // The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block of block_size

@@ -596,9 +596,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     const double per_gpu = priced.front().per_gpu_hour.in(unit::usd_per_hour);
     const std::int64_t node = std::max(1, offering->count);
     for (std::int64_t tp : {1, 2, 4, 8}) {
-      InferenceWorkload vllm;
-      vllm.profile = Profile::vllm;
-      if (tp > node || serving_tp_problem(s, vllm, tp)) continue;
+      if (tp > node || serving_tp_problem(s, InferenceWorkload{}, tp)) continue;  // vLLM's head divisibility
       for (WeightFormat wf : req.weights) {
         if (!serving_peak(d, wf).first) continue;
         for (KvDtype kv : req.kv) {

@@ -759,7 +759,7 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
                               "; num_batch 512; flash attention " +
                               (k.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
   est.assumptions.push_back(
-      "profile llama.cpp " + build.build() + " (CUDA, as modelled from " + row.from.build() +
+      "profile llama.cpp " + build.build() + " (CUDA" + (build == row.from ? "" : ", as modelled from " + row.from.build()) +
       "): -ngl " +
       std::to_string(ngl) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +

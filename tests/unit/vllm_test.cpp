@@ -213,6 +213,15 @@ TEST_CASE("SGLang and Ollama defaults by release", "[engines][sglang]") {
   CHECK(sglang_max_running_requests(300'000, 8192) == 4096);  // 18,750 capped
   CHECK(sglang_max_running_requests(10'000, 8192) == 2048);
   CHECK(sglang_req_to_token_bytes(4096, 131'072) == 4097.0 * 131'076 * 4);
+  // Llama 3.1 8B on an H100 at the default context_length (the model's 131,072): ~415k pool tokens → 2048 requests
+  // (the floor), a 1.07 GB table out of the share left to activations.
+  InferenceWorkload w;
+  w.profile = Profile::sglang;
+  w.device_memory = Bytes(85'520'809'984.0);
+  w.cuda_total = Bytes(kH100CudaTotal);
+  const auto e = estimate_inference_memory(find_preset("llama-3.1-8b").spec, w);
+  CHECK(*e.serving.kv_tokens / 131'072 * 512 < 2048);
+  CHECK(e.memory.components.overhead.in(unit::bytes) == sglang_req_to_token_bytes(2048, 131'072));
   // Ollama's num_ctx: 2048, 4096 from 0.6.7, by VRAM from 0.15.5.
   const Bytes vram24(24.0 * kGiB);
   CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 5, 0})) == 2048);

@@ -658,7 +658,8 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const double init = VllmProfile::cuda_context.in(unit::bytes) +
                       (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0);
   const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
-  const auto len = static_cast<std::int64_t>(t.len);
+  // --context-length defaults to the model's (ModelConfig.context_len); the req_to_token table is that wide.
+  const std::int64_t context_length = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
   ServingDetails& sv = est.serving;
   sv.engine = "sglang " + version.str();
   sv.engine_version = version.str();
@@ -673,10 +674,10 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     const double pool = fraction * free0 - weights;
     const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
     if (requests == 0) {
-      requests = sglang_max_running_requests(tokens, len);
+      requests = sglang_max_running_requests(tokens, context_length);
       sv.implied_defaults.emplace_back("max_running_requests", double(requests));
     }
-    const double table = sglang_req_to_token_bytes(requests, len);
+    const double table = sglang_req_to_token_bytes(requests, context_length);
     sv.budget = Bytes(fraction * free0);
     sv.kv_pool = Bytes(pool);
     sv.kv_tokens = tokens;
@@ -690,7 +691,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     m.overhead = Bytes(table);
   } else {
     m.kv_cache = Bytes(double(w.batch) * t.len * per_token);
-    if (requests > 0) m.overhead = Bytes(sglang_req_to_token_bytes(requests, len));
+    if (requests > 0) m.overhead = Bytes(sglang_req_to_token_bytes(requests, context_length));
   }
   Moment mo{"serve", total ? "static pool and the share left to activations" : "KV for the batch", m};
   est.memory = summarize({mo}, Profile::none, Bytes(init));
@@ -703,7 +704,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
                                 : " (its default at TP " + std::to_string(w.tp) + ")") +
       " of the memory free at start holds weights and the token pool; the rest is left to activations, the "
       "req_to_token table (" + (requests > 0 ? std::to_string(requests) : std::string("max_running_requests")) +
-      " requests × context + 4 int32) and CUDA graphs");
+      " requests × context_length " + std::to_string(context_length) + " + 4 int32) and CUDA graphs");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not SGLang's pre-allocated pool");
   return est;
 }

@@ -103,6 +103,8 @@ struct InferOptions {
   std::string kv_dtype;
   std::int64_t context = 0;
   std::int64_t gpu_layers = -1;
+  std::int64_t chunked_prefill = 0;  // HF generate's prefill chunk and vLLM's max_num_batched_tokens
+  std::string engine_version;
   std::string flash_attn = "on";
   bool max_batch = false;
   bool max_context = false;
@@ -175,6 +177,7 @@ struct PlanOptions {
     std::int64_t new_tokens = 512;
     double concurrency = 0;
     double tokens_per_second = 0;
+  std::string engine_version;  // vLLM release (default: the newest modelled)
     std::string latency;
     std::vector<std::string> weights;
     std::vector<std::string> kv;

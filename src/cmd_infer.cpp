@@ -1,4 +1,6 @@
 // gpuplan infer: options → estimate_inference_memory (+ throughput, cost, solve modes) → report → renderer.
+#include <limits>
+
 #include "app.h"
 #include "model_source.h"
 #include "render.h"
@@ -34,18 +36,26 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
   cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | ollama | none");
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
-  cmd.add_option("--chunked-prefill,--max-num-batched-tokens", w.chunked_prefill,
-                 "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default 8192 on ≥70 GiB GPUs but A100, else 2048)");
-  cmd.add_option("--mem-fraction-static", w.mem_fraction_static,
-                 "SGLang: share of the free memory for weights + token pool (default: its heuristic for the GPU)");
-  cmd.add_option("--max-num-seqs", w.max_num_seqs, "vLLM: max_num_seqs (default 1024 on ≥70 GiB GPUs but A100, else 256)");
-  cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
+  cmd.add_option("--engine-version", o.engine_version,
+                 "The engine release whose defaults and arithmetic to follow: X.Y[.Z] for vLLM (0.2 on), SGLang (0.4 on) "
+                 "and Ollama; a build (b4343 on) for llama.cpp (default: the newest modelled)");
+  cmd.add_option("--chunked-prefill,--max-num-batched-tokens", o.chunked_prefill,
+                 "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default by release and GPU: 8192 on ≥70 GiB "
+                 "GPUs but A100, else 2048; V0: the whole max_model_len)");
+  cmd.add_option("--mem-fraction-static", w.sglang.mem_fraction_static,
+                 "SGLang: share of the free memory for weights + token pool (default: its release's, for the GPU and TP)");
+  cmd.add_option("--max-running-requests", w.sglang.max_running_requests,
+                 "SGLang: rows of the req_to_token table (default: by the pool, 2048–4096)");
+  cmd.add_option("--max-num-seqs", w.vllm.max_num_seqs, "vLLM: max_num_seqs (default 1024 on ≥70 GiB GPUs but A100, else 256)");
+  cmd.add_option("--gpu-memory-utilization", w.vllm.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
+  cmd.add_flag("--enable-expert-parallel", w.vllm.enable_expert_parallel,
+               "vLLM: experts whole on each rank instead of sliced over --tp");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
-  cmd.add_option("--ubatch", w.ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
+  cmd.add_option("--ubatch", w.llama_cpp.n_ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
                  "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
-  cmd.add_option("--parallel,--num-parallel", w.parallel,
+  cmd.add_option("--parallel,--num-parallel", w.llama_cpp.n_parallel,
                  "llama.cpp -np / OLLAMA_NUM_PARALLEL: sequences sharing the context (default 1)");
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
   auto* mc = cmd.add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
@@ -60,23 +70,6 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   add_limit_options(cmd, o.limits, false);
 }
 
-namespace {
-
-// Largest value in [1, hi] for which fits(v) holds (fits is monotone), 0 when none.
-template <class F>
-std::int64_t largest(std::int64_t hi, F fits) {
-  if (!fits(1)) return 0;
-  std::int64_t lo = 1;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid)) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-}  // namespace
-
 ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   nlohmann::json report = infer_report(o);
@@ -88,15 +81,23 @@ nlohmann::json infer_report(const InferOptions& o) {
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
   if (w.precision != Precision::bf16 && w.precision != Precision::fp16 && w.precision != Precision::fp32)
     throw InputError("infer --precision: expected bf16, fp16 or fp32");
-  w.attention = parse_enum<Attention>(attention_names, o.attention, "attention");
+  w.hf.attention = parse_enum<Attention>(attention_names, o.attention, "attention");
   w.profile = parse_enum<Profile>(profile_names, o.profile, "profile");
+  w.hf.prefill_chunk = o.chunked_prefill;
+  w.vllm.max_num_batched_tokens = o.chunked_prefill;
+  if (!o.engine_version.empty()) {
+    if (w.profile == Profile::pytorch || w.profile == Profile::none || w.profile == Profile::deepspeed)
+      throw InputError("--engine-version applies to the serving engines (--profile vllm, sglang, llama.cpp, ollama)");
+    const EngineVersion v = parse_engine_version(o.engine_version, w.profile == Profile::llama_cpp);
+    w.vllm.version = w.sglang.version = w.llama_cpp.version = v;
+  }
   if (!o.weights.empty()) w.weights = parse_enum<WeightFormat>(weight_format_names, o.weights, "weight format");
   if (!o.kv_dtype.empty()) w.kv = parse_enum<KvDtype>(kv_dtype_names, o.kv_dtype, "KV dtype");
   if (o.context < 0) throw InputError("--context must be positive");
   if (o.context > 0) w.context = o.context;
-  if (o.gpu_layers >= 0) w.gpu_layers = o.gpu_layers;
+  if (o.gpu_layers >= 0) w.llama_cpp.n_gpu_layers = o.gpu_layers;
   if (o.flash_attn != "on" && o.flash_attn != "off") throw InputError("--flash-attn: expected on or off");
-  w.flash_attn = o.flash_attn == "on";
+  w.llama_cpp.flash_attn = o.flash_attn == "on";
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
@@ -108,6 +109,9 @@ nlohmann::json infer_report(const InferOptions& o) {
     w.device_memory = device->capacity();
     w.cuda_total = device->cuda_total_memory;
     w.device_is_a100 = device->id.rfind("a100", 0) == 0;
+    w.link = gpu_link_of(device->interconnect);
+    w.mxfp4_kernel = mxfp4_backend(device->memory_type.rfind("HBM", 0) == 0, device->peak.fp8.has_value(),
+                                   device->peak.fp4.has_value());
   }
   if ((o.max_batch || o.max_context) && !device) throw InputError("--max-batch and --max-context need --gpu");
 
@@ -120,14 +124,14 @@ nlohmann::json infer_report(const InferOptions& o) {
     return e.memory.runs_in <= device->capacity();
   };
   if (o.max_batch) {
-    const std::int64_t best = largest(1'000'000, [&](std::int64_t b) { InferenceWorkload v = w; v.batch = b; return fits(v); });
+    const std::int64_t best = largest_fitting(1'000'000, [&](std::int64_t b) { InferenceWorkload v = w; v.batch = b; return fits(v); });
     if (best == 0) throw InputError("even one sequence does not fit on " + device->id);
     solve = {{"max_batch", best}};
     w.batch = best;
   }
   if (o.max_context) {
     const std::int64_t cap = std::max<std::int64_t>(spec.max_positions > 0 ? spec.max_positions : 10'000'000, 1);
-    const std::int64_t best = largest(cap, [&](std::int64_t c) {
+    const std::int64_t best = largest_fitting(cap, [&](std::int64_t c) {
       InferenceWorkload v = w;
       v.context = c;
       v.prompt_len = std::min<std::int64_t>(w.prompt_len, c);
@@ -145,8 +149,16 @@ nlohmann::json infer_report(const InferOptions& o) {
   report["solve"] = solve;
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);
-    // vLLM starts only when its pool holds one max_model_len request.
-    if (est.serving.starts) fit.fits = fit.fits && *est.serving.starts;
+    // vLLM and SGLang: the setup fits when the engine starts (its pool holds one max_model_len request) and the
+    // pool holds the requested concurrency at this context.
+    if (est.serving.starts) {
+      const bool served = *est.serving.starts && est.serving.max_concurrency.value_or(0) >= double(w.batch);
+      fit.fits = fit.fits && served;
+      if (*est.serving.starts && !served)
+        report["assumptions"].push_back("the pool holds " + detail::decimal(*est.serving.max_concurrency, 2) +
+                                        " sequences of " + std::to_string(est.context_tokens) + " tokens, fewer than " +
+                                        "--concurrency " + std::to_string(w.batch) + ": it does not fit");
+    }
     report["fit"] = fit_json(fit, w.tp);
     Efficiency eff;
     if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;
@@ -235,10 +247,15 @@ nlohmann::json infer_report(const InferOptions& o) {
       v.tp = n;
       return v;
     };
+    // A tensor-parallel size the engine refuses (heads not divisible) fits nowhere.
+    const Bytes never(std::numeric_limits<double>::infinity());
     auto per_gpu = [&](std::int64_t n) {
+      if (serving_tp_problem(spec, w, n)) return never;
       return n == w.tp ? est.memory.runs_in : estimate_inference_memory(spec, over(n)).memory.runs_in;
     };
-    auto lower = [&](std::int64_t n) { return inference_memory_lower_bound(spec, over(n)); };
+    auto lower = [&](std::int64_t n) {
+      return serving_tp_problem(spec, w, n) ? never : inference_memory_lower_bound(spec, over(n));
+    };
     report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.runs_in, per_gpu, lower, 64),
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");

@@ -78,6 +78,7 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   i->add_option("--latency", in.latency, "Time per output token, at most (50ms)");
   i->add_option("--weights", in.weights, "Weight formats to consider (default bf16,fp8,awq-int4)")->delimiter(',');
   i->add_option("--kv-dtype", in.kv, "KV-cache dtypes to consider (default bf16,fp8)")->delimiter(',');
+  i->add_option("--engine-version", in.engine_version, "vLLM release X.Y[.Z] to plan with (default: the newest modelled)");
 }
 
 namespace {
@@ -232,6 +233,7 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
   if (in.concurrency != 0) req.concurrency = in.concurrency;
   if (in.tokens_per_second != 0) req.tokens_per_second = in.tokens_per_second;
   if (!in.latency.empty()) req.latency = parse_duration(in.latency);
+  if (!in.engine_version.empty()) req.engine_version = parse_engine_version(in.engine_version, false);
   req.objective = parse_enum<Objective>(objective_names, c.objective, "objective");
   req.top = c.top;
   req.max_gpus = c.max_gpus;

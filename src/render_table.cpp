@@ -293,10 +293,12 @@ void render_infer_table(const json& r, std::ostream& out) {
                     "request\n",
                grouped(sv["kv_tokens"].get<std::int64_t>()), grouped(sv["kv_blocks"].get<std::int64_t>()),
                sv["max_concurrent_sequences"].get<double>(), grouped(w["context_tokens"].get<std::int64_t>()));
-    fmt::print(out, "           max_model_len {} {}; the longest that starts {}; smallest gpu_memory_utilization that "
-                    "starts {:.3f}\n",
+    const auto& least = sv["min_gpu_memory_utilization"];
+    fmt::print(out, "           max_model_len {} {}; the longest that starts {}; {}\n",
                grouped(sv["max_model_len"].get<std::int64_t>()), sv["starts"].get<bool>() ? "starts" : "does NOT start",
-               grouped(sv["largest_max_model_len"].get<std::int64_t>()), sv["min_gpu_memory_utilization"].get<double>());
+               grouped(sv["largest_max_model_len"].get<std::int64_t>()),
+               least.is_null() ? std::string("no gpu_memory_utilization starts it on this GPU")
+                               : fmt::format("smallest gpu_memory_utilization that starts {:.3f}", least.get<double>()));
   }
   if (!sv["host_memory_bytes"].is_null())
     fmt::print(out, "\n{}: {} layers on the GPU; host memory {}\n", sv["engine"].get<std::string>(),

@@ -545,6 +545,7 @@ struct ServingPlanRequest {
   std::vector<WeightFormat> weights{WeightFormat::bf16, WeightFormat::fp8, WeightFormat::awq_int4};
   std::vector<KvDtype> kv{KvDtype::bf16, KvDtype::fp8};
   Efficiency efficiency;
+  std::optional<EngineVersion> engine_version;  // vLLM's (default: the newest modelled)
 };
 
 struct ServingCandidate {
@@ -580,6 +581,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
   if (req.top < 1 || req.top > 100) throw InputError("--top must be between 1 and 100");
   if (req.max_gpus < 1 || req.max_gpus > 1'000'000) throw InputError("--max-gpus must be between 1 and 1,000,000");
   for (const auto& g : req.gpus) cat.get(g);
+  vllm_release(req.engine_version);  // a release before the oldest modelled is a usage error
   ServingPlan plan;
   const double context = double(req.prompt_len + req.new_tokens);
   const double avg_ctx = average_decode_context(context, double(req.new_tokens));
@@ -594,7 +596,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     const double per_gpu = priced.front().per_gpu_hour.in(unit::usd_per_hour);
     const std::int64_t node = std::max(1, offering->count);
     for (std::int64_t tp : {1, 2, 4, 8}) {
-      if (tp > node || (s.kv_heads % tp != 0 && tp % s.kv_heads != 0)) continue;
+      if (tp > node || serving_tp_problem(s, InferenceWorkload{}, tp)) continue;  // vLLM's head divisibility
       for (WeightFormat wf : req.weights) {
         if (!serving_peak(d, wf).first) continue;
         for (KvDtype kv : req.kv) {
@@ -611,6 +613,9 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
           w.device_memory = Bytes(d.capacity().in(unit::bytes) * (1 - req.headroom));
           w.cuda_total = Bytes(d.cuda_total().in(unit::bytes) * (1 - req.headroom));
           w.device_is_a100 = d.id.rfind("a100", 0) == 0;
+          w.link = gpu_link_of(d.interconnect);
+          w.mxfp4_kernel = mxfp4_backend(d.memory_type.rfind("HBM", 0) == 0, d.peak.fp8.has_value(), d.peak.fp4.has_value());
+          w.vllm.version = req.engine_version;
           const InferenceEstimate e = estimate_inference_memory(s, w);
           const double conc = e.serving.max_concurrency.value_or(0);
           if (!e.serving.starts.value_or(false) || conc < 1) continue;
@@ -672,7 +677,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     shown.push_back(c);
   }
   plan.best = std::move(shown);
-  plan.assumptions.push_back(std::string("engine: vLLM ") + VllmProfile::version +
+  plan.assumptions.push_back("engine: vLLM " + req.engine_version.value_or(vllm_newest).str() +
                              " (profile vllm: gpu_memory_utilization 0.9 of the CUDA total, max_model_len = prompt + new "
                              "tokens, 16-token KV blocks); a replica is tp GPUs of one instance; replicas until the "
                              "target is met");

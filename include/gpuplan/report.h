@@ -127,6 +127,16 @@ inline nlohmann::json training_json(const ModelSpec& s, const TrainingWorkload& 
           {"assumptions", e.assumptions}};
 }
 
+namespace detail {
+// The engine settings a release implied, by the engine's own names (an object; integers as integers).
+inline nlohmann::json defaults_json(const std::vector<std::pair<std::string, double>>& defaults) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : defaults)
+    j[name] = value == std::floor(value) && std::abs(value) < 9e15 ? nlohmann::json(std::int64_t(value)) : nlohmann::json(value);
+  return j;
+}
+}  // namespace detail
+
 inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload& w, const InferenceEstimate& e) {
   nlohmann::json mem = detail::memory_json(e.memory);
   mem["kv_cache_bytes_per_token"] = detail::rounded(e.kv_bytes_per_token);
@@ -151,7 +161,9 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
                                {"min_gpu_memory_utilization", opt(sv.min_gpu_memory_utilization)},
                                {"min_mem_fraction_static", opt(sv.min_mem_fraction_static)},
                                {"host_memory_bytes", opt_bytes(sv.host_memory)},
-                               {"gpu_layers", opt(sv.gpu_layers)}};
+                               {"gpu_layers", opt(sv.gpu_layers)},
+                               {"engine_version", sv.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(sv.engine_version)},
+                               {"engine_defaults", detail::defaults_json(sv.implied_defaults)}};
   return {{"schema", schema_id},
           {"command", "infer"},
           {"model", model_json(s, count_params(s))},
@@ -164,7 +176,7 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
             {"weights", spell<WeightFormat>(weight_format_names, e.weights)},
             {"kv_dtype", spell<KvDtype>(kv_dtype_names, e.kv)},
             {"tp", w.tp},
-            {"attention", spell<Attention>(attention_names, w.attention)},
+            {"attention", spell<Attention>(attention_names, w.hf.attention)},
             {"profile", spell<Profile>(profile_names, w.profile)}}},
           {"memory", mem},
           {"serving", serving},

@@ -309,7 +309,7 @@ TEST_CASE("cli: infer solve modes", "[cli][inference]") {
     REQUIRE(r.code == ExitCode::ok);
     j = nlohmann::json::parse(r.out);
     CHECK(j["workload"]["context_tokens"] == ctx);
-    CHECK(j["serving"]["engine"] == "ollama");
+    CHECK(j["serving"]["engine"] == "ollama 0.21.0");
   }
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "ollama", "--num-ctx", "2048",
                "--num-parallel", "4", "--format", "json"});
@@ -528,7 +528,9 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   const auto& sv = j["serving"];
-  CHECK(sv["engine"] == "vllm 0.19");
+  CHECK(sv["engine"] == "vllm 0.19.0");
+  CHECK(sv["engine_version"] == "0.19.0");
+  CHECK(sv["engine_defaults"] == nlohmann::json{{"block_size", 16}});
   CHECK(sv["kv_tokens"].get<double>() == Approx(476'016).epsilon(0.005));
   CHECK(sv["max_concurrent_sequences"].get<double>() == Approx(29.05).epsilon(0.005));
   CHECK(sv["starts"] == true);
@@ -581,11 +583,72 @@ TEST_CASE("cli: DeepSpeed ZeRO and FSDP2 give different answers for the same run
                  "--overlap-comm", "maybe"}).code == ExitCode::usage);
 }
 
+TEST_CASE("cli: --engine-version follows an engine's release and names the defaults it implied", "[cli][engines]") {
+  // vLLM 0.9 keeps every token of gpt-oss's sliding-window layers; 0.10 on gives them their own group, so a
+  // 131,072-token request holds 8192 + 521 blocks of half the layers instead of 8192 of all of them.
+  auto pool = [](const char* version) {
+    const auto r = run_cli({"infer", "--model", "gpt-oss-20b", "--weights", "mxfp4", "--profile", "vllm", "--gpu", "h100",
+                            "--max-model-len", "131072", "--engine-version", version, "--format", "json"});
+    REQUIRE(r.code == ExitCode::ok);
+    return nlohmann::json::parse(r.out)["serving"];
+  };
+  const auto v9 = pool("0.9.2"), v10 = pool("0.10.1");
+  CHECK(v9["engine"] == "vllm 0.9.2");
+  CHECK(v10["engine_defaults"]["max_num_seqs"] == 1024);
+  CHECK(v10["max_concurrent_sequences"].get<double>() > 1.5 * v9["max_concurrent_sequences"].get<double>());
+  // SGLang before 0.5.4: 0.88 at TP 1.
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
+                    "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.88);
+  // llama.cpp takes a build number; Ollama a release (2048 tokens before 0.6.7).
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--engine-version", "b5000",
+               "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["serving"]["engine"] == "llama.cpp b5000");
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "ollama", "--gpu", "h100",
+               "--engine-version", "0.5.7", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["workload"]["context_tokens"] == 2048);
+  // Bad or unmodelled versions, or a version for HF generate: usage errors.
+  for (std::vector<std::string> args : {std::vector<std::string>{"--profile", "vllm", "--engine-version", "0.1.7"},
+                                        {"--profile", "vllm", "--engine-version", "zero"},
+                                        {"--profile", "llama.cpp", "--engine-version", "b100"},
+                                        {"--profile", "sglang", "--engine-version", "0.0.9"},
+                                        {"--engine-version", "0.10"}}) {
+    args.insert(args.begin(), {"infer", "--model", "llama-3.1-8b"});
+    CHECK(run_cli(args).code == ExitCode::usage);
+  }
+  CHECK(run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "8", "--engine-version", "0.1"}).code ==
+        ExitCode::usage);
+}
+
+TEST_CASE("cli: serving verdicts as the engine gives them (issue #43)", "[cli][engines]") {
+  // --tp must divide the attention heads (vLLM verify_with_parallel_config): Llama 3.1 8B has 32.
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--tp", "3"}).code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "3"}).code == ExitCode::usage);
+  // It starts, but the pool holds fewer than 4096 sequences of 16k tokens: it does not fit.
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
+                    "--concurrency", "4096", "--format", "json"});
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["serving"]["starts"] == true);
+  CHECK(j["fit"]["fits"] == false);
+  // A max_model_len above the model's does not start; 70B in bf16 starts at no utilization on one H100.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "200000",
+               "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["serving"]["starts"] == false);
+  r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["serving"]["min_gpu_memory_utilization"].is_null());
+  r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100"});
+  CHECK(r.out.find("no gpu_memory_utilization starts it on this GPU") != std::string::npos);
+}
+
 TEST_CASE("cli: SGLang answers in its terms", "[cli][inference][sglang]") {
   auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j["serving"]["engine"] == "sglang 0.5");
+  CHECK(j["serving"]["engine"] == "sglang 0.5.4");
   CHECK(j["serving"]["kv_tokens"].get<std::int64_t>() > 100'000);
   CHECK(j["serving"]["min_mem_fraction_static"].get<double>() < 0.835);
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100"});

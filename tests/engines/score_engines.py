@@ -6,7 +6,8 @@ usage: score_engines.py GPUPLAN [--data DIR] [--markdown OUT.md] [--quiet]
 
 Each line of tests/data/engines/<engine>.jsonl is one start-up an engine logged (with its source): the model, the
 GPU, the engine's settings, and the numbers it printed. gpuplan runs `infer --profile <engine>` with the same
-settings (engine flags under their engine names) and every logged number it models is compared:
+settings (engine flags under their engine names) and the logged version (--engine-version, where the log names a
+release or build), and every logged number it models is compared:
 
   vllm   weights_gib ("Model loading took"), activation_gib ("torch peak memory increase"), non_torch_gib,
          kv_cache_gib ("Available KV cache memory"), kv_tokens ("GPU KV cache size"), max_concurrency
@@ -36,6 +37,14 @@ LIMITS = {  # quantity group: (median, worst) in percent; None = reported, not l
     "kv capacity": (5.0, 15.0),
     "llama.cpp buffers": (5.0, None),
 }
+
+
+def version_args(c):
+    """--engine-version for a case whose logged version gpuplan can parse (X.Y[.Z]; llama.cpp: bNNNN)."""
+    v = str(c.get("version", "")).strip()
+    if re.fullmatch(r"v?\d+\.\d+(\.\d+)?(\.post\d+)?", v) or re.fullmatch(r"b\d+", v):
+        return ["--engine-version", v]
+    return []
 
 
 def run_json(cmd):
@@ -170,7 +179,7 @@ def score(binary, data):
             if not line.strip():
                 continue
             c = json.loads(line)
-            pred = predicted(run_json(command(binary, c)))
+            pred = predicted(run_json(command(binary, c) + version_args(c)))
             for q, logged in c["logged"].items():
                 if q not in pred:
                     continue
@@ -203,22 +212,35 @@ def markdown(rows, summ):
         lim_s = "—" if not lim else f"{lim[0]:.0f} % / " + ("—" if lim[1] is None else f"{lim[1]:.0f} %")
         lines.append(f"| {g} | {n} | {med:.1f} % | {worst:.1f} % | {lim_s} |")
     lines += ["", "## vLLM", "",
-              "Profile `vllm` follows the V1 engine of vLLM 0.19 (`include/gpuplan/memory/vllm.h`): budget =",
-              "gpu_memory_utilization × the CUDA total; KV pool = budget − weights as loaded − the torch peak of the",
-              "profiling step (a forward of max_num_batched_tokens, then the sampler over max_num_seqs rows of logits)",
-              "− the non-torch memory that step adds; blocks of 16 tokens; CUDA graphs outside the budget.", "",
-              "What is fitted and what is not: the sampler's 15 B per logit was read off the sampler-bound logs",
-              "(Llama 3.1, Qwen2.5, Gemma 2, Granite); the non-torch constants (0.25 GiB on one GPU, 2.1 GiB with TP)",
-              "are the logged values; the fused-MoE caches, the FFN-bound forward (CodeLlama) and the weights, rotary",
-              "cache, budget and block arithmetic are mechanisms read from vLLM's source, not fitted. All logs are",
-              "from H100s (vLLM 0.18–0.19, llm-d-planner's accuracy campaign). Other GPUs budget from their CUDA totals",
-              "as users' logs print them (`cuda_total_memory_bytes` in the catalog, with sources: H100, H200, A100 40/80GB,",
-              "L40S, A10G, T4, RTX 3090/4090: 0.3–0.9 GiB below nvidia-smi's), else from the driver's total (said so).", "",
+              "Profile `vllm` follows vLLM by release (`include/gpuplan/memory/vllm.h`, `vllm_releases`: each row",
+              "names the files it was read from; `--engine-version X.Y[.Z]`, default 0.19, and each log is scored",
+              "at its own version): budget = gpu_memory_utilization × the CUDA total; KV pool = budget − weights as",
+              "loaded − the torch peak of the profiling step (a forward of max_num_batched_tokens, then the sampler",
+              "warm-up over max_num_seqs rows of logits) − the non-torch memory that step adds; blocks of 16 tokens",
+              "shared by the KV-cache groups (from 0.10 sliding-window layers keep ⌈(window − 1 +",
+              "max_num_batched_tokens) / 16⌉ + 1 blocks per request, so concurrency is the pool's blocks over a",
+              "request's blocks in every group); CUDA graphs outside the budget. V0 (before 0.8; from 0.2) profiles",
+              "max(max_model_len, 2048) tokens (chunks of 512/2048 above 32k) over 256 sequences; early V1 (0.8)",
+              "keeps the logits of every profiled token and, like V0 before 0.4.1, charges the CUDA context to the",
+              "budget; before 0.16 the",
+              "sampler sorts the vocabulary (36 B per logit), from 0.16 Triton top-k/top-p (13 B).", "",
+              "What is fitted and what is not: the sampler's 15 B per logit at 0.16+ was read off the sampler-bound",
+              "logs (Llama 3.1, Qwen2.5, Gemma 2, Granite); the non-torch constants (0.25 GiB on one GPU; with TP",
+              "2.1 GiB over NVSwitch, NCCL's NVLS buffers, 0.4 GiB over PCIe or older NVLink) are logged values; the",
+              "sort-path bytes, the KV-cache groups, the fused-MoE caches, the FFN-bound forward (CodeLlama), the",
+              "weights, rotary cache, budget and block arithmetic are mechanisms read from vLLM's source, not fitted.",
+              "The scored logs are from H100s (vLLM 0.18–0.19, llm-d-planner's accuracy campaign); older releases",
+              "and other GPUs are modelled from the source and unit-tested, not yet scored here. Other GPUs budget",
+              "from their CUDA totals as users' logs print them (`cuda_total_memory_bytes` in the catalog, with",
+              "sources: H100, H200, A100 40/80GB, L40S, A10G, T4, RTX 3090/4090: 0.3–0.9 GiB below nvidia-smi's),",
+              "else from the driver's total (said so).", "",
               "## SGLang", "",
-              "Profile `sglang` follows `server_args._handle_gpu_memory_settings` (v0.5.4 on) and",
-              "`profile_max_num_token` (`include/gpuplan/memory/sglang.h`): mem_fraction_static of the memory free",
-              "at start holds the weights and the token pool. One logged start-up so far (SGLang 0.4.9 with the",
-              "fraction given, so only the pool arithmetic is checked; the default heuristic is unit-tested).", "",
+              "Profile `sglang` (`include/gpuplan/memory/sglang.h`, `sglang_releases`): mem_fraction_static by",
+              "release (before 0.5.4 by TP: 0.88/0.87/0.85/0.81/0.79; from 0.5.4 `_handle_gpu_memory_settings`),",
+              "`profile_max_num_token`: that share of the memory free at start holds the weights and the token pool;",
+              "the req_to_token table (max_running_requests × (context + 4) int32) comes out of the rest. One logged",
+              "start-up so far (SGLang 0.4.9 with the fraction given, so only the pool arithmetic is checked; the",
+              "defaults are unit-tested).", "",
               "## llama.cpp", "",
               "Profile `llama.cpp` (`include/gpuplan/memory/llama_cpp.h`, `include/gpuplan/quant.h`): the model buffer",
               "from each tensor's GGUF type as `llama_tensor_get_type` picks it for the file type (k-quant mixes: output",
@@ -236,8 +258,9 @@ def markdown(rows, summ):
               "More logged numbers (gpt-oss iSWA KV, Phi-3, Qwen3, Mistral compute buffers) are unit-tested in",
               "`tests/unit/llama_cpp_test.cpp`.", "",
               "## Ollama", "",
-              "Profile `ollama`: llama.cpp's buffers with Ollama's defaults (Ollama 0.21: num_ctx 4k/32k/256k by GPU",
-              "memory, clamped to the model's trained context; KV cells = num_ctx × OLLAMA_NUM_PARALLEL; batch 512;",
+              "Profile `ollama`: llama.cpp's buffers with Ollama's defaults by release (num_ctx 2048, 4096 from 0.6.7,",
+              "4k/32k/256k by GPU memory from 0.15.5; default 0.21), clamped to the model's trained context; KV cells =",
+              "num_ctx × OLLAMA_NUM_PARALLEL; batch 512;",
               "flash attention auto). One logged start-up so far (a GTX 1080 user's journal, Llama-3.1-8B-shaped",
               "DeepSeek distill in Q4_K_M with 4 parallel slots): all four buffers equal to 0.01 MiB.", "",
               "Not yet a scored log set: SGLang beyond that one; llama.cpp beyond GPT-NeoX and qwen2 (no Gemma/Mistral/MoE",

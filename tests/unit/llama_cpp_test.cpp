@@ -23,7 +23,7 @@ TEST_CASE("llama.cpp: -ngl counts repeating layers from the last one, then the o
   const WeightBytes wb = weight_bytes(m, WeightFormat::q4_k_m);
   auto w = llama_cpp(4096);
   w.weights = WeightFormat::q4_k_m;
-  w.gpu_layers = 16;  // layers 16..31 on the GPU; output (and embeddings) on the host
+  w.llama_cpp.n_gpu_layers = 16;  // layers 16..31 on the GPU; output (and embeddings) on the host
   const auto half = estimate_inference_memory(m, w);
   double last16 = 0;
   for (int l = 16; l < 32; ++l) last16 += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
@@ -33,11 +33,11 @@ TEST_CASE("llama.cpp: -ngl counts repeating layers from the last one, then the o
   CHECK(half.serving.host_memory->in(unit::bytes) ==
         Approx((wb.total().in(unit::bytes) - last16) + 16 * kv_layer));
   // -ngl 32 on a 32-layer model: every repeating layer, the output layer still on the host ("offloaded 32/33").
-  w.gpu_layers = 32;
+  w.llama_cpp.n_gpu_layers = 32;
   const auto all_but_output = estimate_inference_memory(m, w);
   CHECK(all_but_output.memory.components.weights.in(unit::bytes) ==
         Approx((wb.total() - wb.embedding - wb.output).in(unit::bytes)));
-  w.gpu_layers = 33;
+  w.llama_cpp.n_gpu_layers = 33;
   CHECK(estimate_inference_memory(m, w).memory.components.weights.in(unit::bytes) ==
         Approx((wb.total() - wb.embedding).in(unit::bytes)));
 }
@@ -56,7 +56,7 @@ TEST_CASE("llama.cpp: KV cells padded to 256 (32 without flash attention); inter
   CHECK(llama_cpp_cells(llama, false, 0, 2528, 1, 512, false) == 2528);
   CHECK(llama_cpp_cells(llama, false, 0, 2528, 1, 512, true) == 2560);
   auto no_fa = llama_cpp(128);
-  no_fa.flash_attn = false;
+  no_fa.llama_cpp.flash_attn = false;
   CHECK(estimate_inference_memory(llama, no_fa).memory.components.kv_cache.in(unit::bytes) == 128.0 * 32 * 2 * 1024 * 2);
   CHECK(estimate_inference_memory(find_preset("gpt-oss-20b").spec, llama_cpp(131072)).memory.components.kv_cache.in(
             unit::bytes) == (3072 + 18) * kMiB);
@@ -86,19 +86,19 @@ TEST_CASE("llama.cpp: the compute buffer is the larger of the f32 scores and the
   const ModelSpec pythia = model_from_hf_config(nlohmann::json::parse(f), "pythia-2.8b");
   auto w = llama_cpp(2048);
   w.weights = WeightFormat::q4_0;
-  w.gpu_layers = 10;
+  w.llama_cpp.n_gpu_layers = 10;
   for (bool fa : {false, true}) {
-    w.flash_attn = fa;
+    w.llama_cpp.flash_attn = fa;
     CHECK(estimate_inference_memory(pythia, w).memory.components.activations.in(unit::bytes) == 213'903'872.0);
   }
 }
 
 TEST_CASE("llama.cpp: bad engine knobs are refused", "[llama.cpp]") {
   auto w = llama_cpp(4096);
-  w.ubatch = 0;
+  w.llama_cpp.n_ubatch = 0;
   CHECK_THROWS_AS(estimate_inference_memory(find_preset("qwen3-0.6b").spec, w), InputError);
   w = llama_cpp(4096);
-  w.parallel = 0;
+  w.llama_cpp.n_parallel = 0;
   CHECK_THROWS_AS(estimate_inference_memory(find_preset("qwen3-0.6b").spec, w), InputError);
 }
 
@@ -112,16 +112,16 @@ TEST_CASE("ollama: num_ctx by GPU memory, clamped to the model, times OLLAMA_NUM
   InferenceWorkload w;
   w.profile = Profile::ollama;
   w.device_memory = Bytes(80.0 * 1073741824);
-  w.parallel = 2;
+  w.llama_cpp.n_parallel = 2;
   const InferenceWorkload r = ollama_runner_workload(m, w);
   CHECK(*r.context == 2 * 131072);  // 256k clamped to the model's 128k, two slots
-  CHECK(r.ubatch == 512);
+  CHECK(r.llama_cpp.n_ubatch == 512);
   w.context = 300;  // num_ctx below the batch: the batch shrinks to it
-  CHECK(ollama_runner_workload(m, w).ubatch == 300);
+  CHECK(ollama_runner_workload(m, w).llama_cpp.n_ubatch == 300);
   // The runner's KV buffer: 2 × 300 cells padded to 768 with flash attention (608 without), 32 layers × K and V of
   // 8 × 128 f16.
   w.weights = WeightFormat::q4_k_m;
   CHECK(estimate_inference_memory(m, w).memory.components.kv_cache.in(unit::bytes) == 768.0 * 32 * 2 * 1024 * 2);
-  w.flash_attn = false;
+  w.llama_cpp.flash_attn = false;
   CHECK(estimate_inference_memory(m, w).memory.components.kv_cache.in(unit::bytes) == 608.0 * 32 * 2 * 1024 * 2);
 }

@@ -16,7 +16,7 @@ InferenceWorkload vllm_on_h100(std::int64_t max_model_len, double util) {
   w.device_memory = Bytes(85'520'809'984.0);
   w.cuda_total = Bytes(kH100CudaTotal);
   w.context = max_model_len;
-  w.gpu_memory_utilization = util;
+  w.vllm.gpu_memory_utilization = util;
   return w;
 }
 }  // namespace
@@ -82,7 +82,7 @@ TEST_CASE("vLLM: whether it starts, the longest max_model_len and the smallest u
   CHECK(*e.serving.min_gpu_memory_utilization == Approx((non_kv + 8192.0 * 131'072) / kH100CudaTotal));
   auto low = vllm_on_h100(8192, *e.serving.min_gpu_memory_utilization + 1e-4);
   CHECK(*estimate_inference_memory(find_preset("llama-3.1-8b").spec, low).serving.starts);
-  low.gpu_memory_utilization -= 2e-4;
+  low.vllm.gpu_memory_utilization -= 2e-4;
   CHECK_FALSE(*estimate_inference_memory(find_preset("llama-3.1-8b").spec, low).serving.starts);
   // The longest max_model_len that starts is the pool's tokens, capped by the model's 131,072 positions.
   auto tight = vllm_on_h100(8192, 0.30);
@@ -103,7 +103,7 @@ TEST_CASE("SGLang: mem_fraction_static by its heuristic, the token pool by profi
   w.profile = Profile::sglang;
   w.tp = 4;
   w.weights = WeightFormat::fp8;
-  w.mem_fraction_static = 0.93;
+  w.sglang.mem_fraction_static = 0.93;
   w.device_memory = Bytes(85'520'809'984.0);
   w.cuda_total = Bytes(kH100CudaTotal);
   const auto e = estimate_inference_memory(find_preset("qwen3-235b-a22b").spec, w);
@@ -113,4 +113,132 @@ TEST_CASE("SGLang: mem_fraction_static by its heuristic, the token pool by profi
   const double free0 = kH100CudaTotal - 0.51 * kGiB - (2.1 - 0.25) * kGiB;
   CHECK(e.serving.kv_pool->in(unit::bytes) ==
         Approx(0.93 * free0 - e.memory.components.weights.in(unit::bytes)));
+}
+
+TEST_CASE("--engine-version: X.Y[.Z], llama.cpp builds, and the release rows they pick", "[engines]") {
+  CHECK(parse_engine_version("0.10", false) == EngineVersion{0, 10, 0});
+  CHECK(parse_engine_version("v0.8.5.post1", false) == EngineVersion{0, 8, 5});
+  CHECK(parse_engine_version("b4343", true) == EngineVersion{4343, 0, 0});
+  CHECK(parse_engine_version("4343", true) == EngineVersion{4343, 0, 0});
+  for (const char* bad : {"", "0", "0.", "x.1", "0.1.2.3", "1..2", "0.-1"}) CHECK_THROWS_AS(parse_engine_version(bad, false), InputError);
+  for (const char* bad : {"", "b", "b12x", "0.1"}) CHECK_THROWS_AS(parse_engine_version(bad, true), InputError);
+  // A version picks the last row at or below it; before the first row is refused.
+  CHECK(vllm_release(EngineVersion{0, 12, 1}).from == EngineVersion{0, 10, 0});
+  CHECK(vllm_release(EngineVersion{0, 8, 5}).engine == VllmEngine::v1_early);
+  CHECK(vllm_release(std::nullopt).from == vllm_newest);
+  CHECK_THROWS_AS(vllm_release(EngineVersion{0, 1, 7}), InputError);
+  CHECK(vllm_release(EngineVersion{0, 4, 0}).charges_context);
+  CHECK_FALSE(vllm_release(EngineVersion{0, 4, 3}).charges_context);
+  CHECK(sglang_release(EngineVersion{0, 5, 3}).gpu_memory_heuristic == false);
+  CHECK(sglang_release(EngineVersion{0, 5, 4}).gpu_memory_heuristic == true);
+}
+
+TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and concurrency", "[engines][vllm]") {
+  const VllmRelease& now = vllm_release(std::nullopt);
+  // gpt-oss-120b: 36 layers alternating 128-token sliding windows and full attention → 2 groups of 18 layers.
+  const ModelSpec oss = find_preset("gpt-oss-120b").spec;
+  const VllmKvGroups g = vllm_kv_groups(oss, 1024.0, now);
+  CHECK(g.group_size == 18);
+  CHECK(g.full_groups == 1);
+  CHECK(g.window_groups == 1);
+  // One max_model_len request of 131,072 tokens at 8192 batched tokens: 8192 full blocks, and
+  // ⌈(128 − 1 + 8192) / 16⌉ + 1 = 521 blocks of the sliding group (SlidingWindowSpec.max_memory_usage_bytes).
+  CHECK(g.request_blocks(131'072, 8192) == 8192 + 521);
+  // "GPU KV cache size": blocks per group × 16; the pool is 18 tensors of num_blocks pages of 16 KiB.
+  const std::int64_t blocks = g.blocks(10.0 * kGiB);
+  CHECK(blocks == std::int64_t(10.0 * kGiB / (16 * 1024.0) / 18));
+  CHECK(g.tokens(blocks) == blocks / 2 * 16);
+  // Before 0.10 every layer counted as full attention: one group of 36.
+  const VllmKvGroups old = vllm_kv_groups(oss, 1024.0, vllm_release(EngineVersion{0, 9, 2}));
+  CHECK(old.group_size == 36);
+  CHECK(old.request_blocks(131'072, 8192) == 8192);
+  // Gemma 3 27B: 52 sliding and 10 full layers → groups of 10: 1 full and ⌈52/10⌉ = 6 sliding (8 padding layers).
+  const VllmKvGroups g3 = vllm_kv_groups(find_preset("gemma-3-27b").spec, 1024.0, now);
+  CHECK(g3.group_size == 10);
+  CHECK(g3.full_groups == 1);
+  CHECK(g3.window_groups == 6);
+  CHECK(g3.tokens(700) == 700 / 7 * 16);
+  // gpt-oss concurrency on an H100 at 0.95 and max_model_len 131,072: the pool's blocks over 8,713 per request,
+  // not its tokens over 131,072.
+  InferenceWorkload w = vllm_on_h100(131'072, 0.95);
+  w.weights = WeightFormat::mxfp4;
+  const auto e = estimate_inference_memory(oss, w);
+  CHECK(*e.serving.max_concurrency == Approx(double(*e.serving.kv_blocks) / 8713.0));
+  CHECK(*e.serving.max_concurrency > 1.8 * double(*e.serving.kv_tokens) / 131'072);
+}
+
+TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release and interconnect", "[engines][vllm]") {
+  const ModelSpec s = find_preset("llama-3.1-8b").spec;
+  // torch.sort top-k/top-p (before 0.16) holds 36 B per logit beside the bf16 logits, the Triton kernel 13.
+  const double sort = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 11, 0}));
+  const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(std::nullopt));
+  CHECK(sort - triton == Approx((36.0 - 13.0) * 1024 * 128'256));
+  // Early V1 also kept the logits of all 8192 profiled tokens.
+  const double early = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 8, 4}));
+  CHECK(early - sort == Approx(2.0 * 8192 * 128'256));
+  // Non-torch with TP: NVSwitch (NCCL NVLS) 2.1 GiB, otherwise 0.4; one GPU 0.25.
+  CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch) == Approx(2.1 * kGiB));
+  CHECK(vllm_non_torch_bytes(2, GpuLink::pcie) == Approx(0.4 * kGiB));
+  CHECK(vllm_non_torch_bytes(1, GpuLink::pcie) == Approx(0.25 * kGiB));
+  CHECK(gpu_link_of("NVLink 4 (18 links)") == GpuLink::nvswitch);
+  CHECK(gpu_link_of("NVLink bridge (2 GPUs)") == GpuLink::nvlink);
+  CHECK(gpu_link_of("NVLink 3 (12 links)") == GpuLink::nvlink);
+  CHECK(gpu_link_of("none (no NVLink)") == GpuLink::pcie);
+  // Early V1 charges the engine's CUDA context to the budget: the pool is that much smaller than 0.9's, beyond
+  // the logits it keeps.
+  InferenceWorkload w = vllm_on_h100(16384, 0.9);
+  w.vllm.version = EngineVersion{0, 8, 5};
+  const auto e8 = estimate_inference_memory(s, w);
+  w.vllm.version = EngineVersion{0, 9, 0};
+  const auto e9 = estimate_inference_memory(s, w);
+  CHECK((e9.serving.kv_pool->in(unit::bytes) - e8.serving.kv_pool->in(unit::bytes)) ==
+        Approx(0.51 * kGiB + 2.0 * 8192 * 128'256));
+  // V0: 256 sequences, the whole max_model_len in one step below 32k, chunks above it.
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 16384).max_num_batched_tokens == 16384);
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 1024).max_num_batched_tokens == 2048);
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 131'072).max_num_batched_tokens == 2048);
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 5, 4}), 131'072).max_num_batched_tokens == 512);
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 3, 3}), 131'072).max_num_batched_tokens == 131'072);
+  CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 1024).max_num_seqs == 256);
+}
+
+TEST_CASE("SGLang and Ollama defaults by release", "[engines][sglang]") {
+  // Before 0.5.4 (server_args.__post_init__): by TP only.
+  const SglangRelease& old = sglang_release(EngineVersion{0, 4, 9});
+  CHECK(sglang_defaults(81559, 1, old).mem_fraction_static == 0.88);
+  CHECK(sglang_defaults(81559, 2, old).mem_fraction_static == 0.87);
+  CHECK(sglang_defaults(24564, 4, old).mem_fraction_static == 0.85);
+  CHECK(sglang_defaults(81559, 8, old).mem_fraction_static == 0.81);
+  // The req_to_token table: pool tokens / context × 512 requests within [2048, 4096], (n + 1) × (context + 4) int32.
+  CHECK(sglang_max_running_requests(300'000, 8192) == 4096);  // 18,750 capped
+  CHECK(sglang_max_running_requests(10'000, 8192) == 2048);
+  CHECK(sglang_req_to_token_bytes(4096, 131'072) == 4097.0 * 131'076 * 4);
+  // Llama 3.1 8B on an H100 at the default context_length (the model's 131,072): ~415k pool tokens → 2048 requests
+  // (the floor), a 1.07 GB table out of the share left to activations.
+  InferenceWorkload w;
+  w.profile = Profile::sglang;
+  w.device_memory = Bytes(85'520'809'984.0);
+  w.cuda_total = Bytes(kH100CudaTotal);
+  const auto e = estimate_inference_memory(find_preset("llama-3.1-8b").spec, w);
+  CHECK(*e.serving.kv_tokens / 131'072 * 512 < 2048);
+  CHECK(e.memory.components.overhead.in(unit::bytes) == sglang_req_to_token_bytes(2048, 131'072));
+  // Ollama's num_ctx: 2048, 4096 from 0.6.7, by VRAM from 0.15.5.
+  const Bytes vram24(24.0 * kGiB);
+  CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 5, 0})) == 2048);
+  CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 6, 7})) == 4096);
+  CHECK(OllamaProfile::default_num_ctx(vram24, OllamaProfile::release(EngineVersion{0, 15, 5})) == 32768);
+}
+
+TEST_CASE("vLLM: MXFP4 experts padded for the GPU's MoE kernel (Mxfp4MoEMethod.create_weights)", "[engines][vllm]") {
+  const ModelSpec oss = find_preset("gpt-oss-120b").spec;  // 36 MoE layers × 128 experts, hidden 2880, width 2880
+  CHECK(mxfp4_backend(true, true, false) == Mxfp4Backend::triton);           // H100
+  CHECK(mxfp4_backend(false, true, false) == Mxfp4Backend::marlin);          // L40S, RTX 4090
+  CHECK(mxfp4_backend(false, false, false) == Mxfp4Backend::marlin);         // A100 has HBM but no FP8
+  CHECK(mxfp4_backend(true, true, true) == Mxfp4Backend::flashinfer_sm100);  // B200
+  // Marlin at TP 1: width 2880 → 2944 (128), hidden 2880 → 3072 (256); 3 matrices per expert at 4.25 bits.
+  CHECK(vllm_mxfp4_padding_bytes(oss, 1, false, Mxfp4Backend::marlin) ==
+        Approx(36.0 * 128 * 3 * (2944.0 * 3072 - 2880.0 * 2880) * 4.25 / 8));
+  // Triton: the width to 64 only: 2880 needs none, TP 2's 1440 → 1472.
+  CHECK(vllm_mxfp4_padding_bytes(oss, 1, false, Mxfp4Backend::triton) == 0);
+  CHECK(vllm_mxfp4_padding_bytes(oss, 2, false, Mxfp4Backend::triton) == Approx(36.0 * 128 * 3 * 32 * 2880 * 4.25 / 8));
 }

@@ -12,36 +12,37 @@
 #include "allocator.h"
 #include "profile.h"
 #include "training.h"
+#include "hf_generate.h"
 #include "llama_cpp.h"
 #include "sglang.h"
 #include "vllm.h"
 
 namespace gpuplan {
 
+// What is served (model precision, formats, batch, context, tensor parallelism), the engine that serves it with its
+// own settings, and the GPU facts the engines' defaults depend on.
 struct InferenceWorkload {
   std::int64_t batch = 1;
   std::int64_t prompt_len = 1024;
   std::int64_t new_tokens = 256;
-  std::optional<std::int64_t> context;       // KV tokens per sequence to plan for (default prompt + new)
+  std::optional<std::int64_t> context;       // KV tokens per sequence to plan for (default prompt + new); vLLM's
+                                             // max_model_len, SGLang's context_length, llama.cpp's n_ctx
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)
   std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype
   std::optional<StoredWeightBytes> stored;   // the checkpoint's own weight bytes, when read from its headers
   std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
-  Attention attention = Attention::sdpa;
-  Profile profile = Profile::pytorch;
   std::int64_t tp = 1;                       // tensor-parallel GPUs: weights and KV heads split across them
-  std::int64_t chunked_prefill = 0;          // tokens per prefill chunk (0: the whole prompt at once)
-  double gpu_memory_utilization = VllmProfile::default_gpu_memory_utilization;
-  std::int64_t max_num_seqs = 0;             // vLLM: sequences the sampler is profiled with (0: its default)
-  double mem_fraction_static = 0;            // SGLang: weights + token pool share of the free memory (0: default)
-  std::optional<std::int64_t> gpu_layers;    // llama.cpp -ngl: repeating layers from the last, then the output
-  std::int64_t ubatch = LlamaCppProfile::n_ubatch;  // llama.cpp -ub: tokens per compute ubatch
-  bool flash_attn = true;                    // llama.cpp -fa (auto turns it on for CUDA)
-  std::int64_t parallel = 1;                 // llama.cpp -np: sequences sharing n_ctx
+  Profile profile = Profile::pytorch;        // the engine; each reads its own settings below
+  HfGenerateSettings hf;                     // pytorch (and none)
+  VllmSettings vllm;
+  SglangSettings sglang;
+  LlamaCppSettings llama_cpp;                // llama.cpp, and the runner Ollama starts
   std::optional<Bytes> device_memory;        // the GPU's usable memory (the driver's total)
   std::optional<Bytes> cuda_total;           // what cudaMemGetInfo reports as the total: vLLM's budget base
   bool device_is_a100 = false;               // vLLM picks smaller scheduler defaults on the A100
+  GpuLink link = GpuLink::nvswitch;          // how tensor-parallel peers connect (default: an H100 SXM's)
+  Mxfp4Backend mxfp4_kernel = Mxfp4Backend::triton;  // vLLM's MXFP4 MoE kernel for the GPU (default: an H100's)
 };
 
 inline void validate(const InferenceWorkload& w) {
@@ -51,15 +52,45 @@ inline void validate(const InferenceWorkload& w) {
   if (w.context && (*w.context < 1 || *w.context > 10'000'000)) throw InputError("--context must be between 1 and 10,000,000");
   if (w.tp < 1 || w.tp > 1024) throw InputError("--tp must be between 1 and 1024");
   if (w.group_size < 8 || w.group_size > 1'000'000) throw InputError("--group-size must be between 8 and 1,000,000");
-  if (w.chunked_prefill < 0 || w.chunked_prefill > 10'000'000) throw InputError("--chunked-prefill must be positive");
-  if (!(w.gpu_memory_utilization > 0 && w.gpu_memory_utilization <= 1))
+  if (w.hf.prefill_chunk < 0 || w.hf.prefill_chunk > 10'000'000) throw InputError("--chunked-prefill must be positive");
+  if (w.vllm.max_num_batched_tokens < 0 || w.vllm.max_num_batched_tokens > 10'000'000)
+    throw InputError("--max-num-batched-tokens must be positive");
+  if (!(w.vllm.gpu_memory_utilization > 0 && w.vllm.gpu_memory_utilization <= 1))
     throw InputError("--gpu-memory-utilization must be in (0, 1]");
-  if (w.gpu_layers && *w.gpu_layers < 0) throw InputError("--gpu-layers must be 0 or more");
-  if (w.ubatch < 1 || w.ubatch > 1'000'000) throw InputError("--ubatch must be between 1 and 1,000,000");
-  if (w.parallel < 1 || w.parallel > 65536) throw InputError("--parallel must be between 1 and 65536");
-  if (w.max_num_seqs < 0 || w.max_num_seqs > 1'000'000) throw InputError("--max-num-seqs must be between 1 and 1,000,000");
-  if (!(w.mem_fraction_static >= 0 && w.mem_fraction_static <= 1))
+  if (w.llama_cpp.n_gpu_layers && *w.llama_cpp.n_gpu_layers < 0) throw InputError("--gpu-layers must be 0 or more");
+  if (w.llama_cpp.n_ubatch < 1 || w.llama_cpp.n_ubatch > 1'000'000) throw InputError("--ubatch must be between 1 and 1,000,000");
+  if (w.llama_cpp.n_parallel < 1 || w.llama_cpp.n_parallel > 65536) throw InputError("--parallel must be between 1 and 65536");
+  if (w.vllm.max_num_seqs < 0 || w.vllm.max_num_seqs > 1'000'000) throw InputError("--max-num-seqs must be between 1 and 1,000,000");
+  if (!(w.sglang.mem_fraction_static >= 0 && w.sglang.mem_fraction_static <= 1))
     throw InputError("--mem-fraction-static must be in (0, 1]");
+  if (w.sglang.max_running_requests < 0 || w.sglang.max_running_requests > 1'000'000)
+    throw InputError("--max-running-requests must be between 1 and 1,000,000");
+}
+
+// Why a tensor-parallel size cannot serve the model, if it cannot: vLLM and SGLang refuse one that does not divide
+// the attention heads (vLLM ModelConfig.verify_with_parallel_config), as Megatron-style splits do; key/value heads
+// are split over tp or, fewer than tp, replicated (tp a multiple of them). llama.cpp splits by layers and rows.
+inline std::optional<std::string> serving_tp_problem(const ModelSpec& s, const InferenceWorkload& w, std::int64_t tp) {
+  if (tp <= 1 || llama_cpp_engine(w.profile)) return std::nullopt;
+  if (s.heads % tp != 0)
+    return "--tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(s.heads) + " attention heads";
+  if (!s.mla_enabled && s.kv_heads % tp != 0 && tp % s.kv_heads != 0)
+    return "--tp " + std::to_string(tp) + " neither divides nor is a multiple of the model's " +
+           std::to_string(s.kv_heads) + " key/value heads";
+  return std::nullopt;
+}
+
+// The largest value in [1, hi] for which fits(v) holds (fits is monotone), 0 when none.
+template <class F>
+std::int64_t largest_fitting(std::int64_t hi, F fits) {
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 // What an engine reports at start-up, in its own terms: vLLM's budget and KV pool, llama.cpp's host memory.
@@ -81,6 +112,8 @@ struct ServingDetails {
   std::optional<double> min_mem_fraction_static;      // SGLang: the smallest fraction that holds one sequence
   std::optional<Bytes> host_memory;             // llama.cpp: weights and KV kept in RAM
   std::optional<std::int64_t> gpu_layers;       // llama.cpp: layers on the GPU
+  std::string engine_version;                   // the release followed (llama.cpp: its build)
+  std::vector<std::pair<std::string, double>> implied_defaults;  // engine settings not given, as the release sets them
 };
 
 struct InferenceEstimate {
@@ -205,7 +238,7 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
 // FFN the up projection, the activation and the product (3·c·i for gated FFNs, 2·c·i plain).
 inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const InferenceWorkload& w) {
   const double tp = double(w.tp);
-  t.chunk = w.chunked_prefill > 0 ? std::min(t.sp, double(w.chunked_prefill)) : t.sp;
+  t.chunk = w.hf.prefill_chunk > 0 ? std::min(t.sp, double(w.hf.prefill_chunk)) : t.sp;
   t.ffn_width = double(s.intermediate);
   // Routed tokens: top-k experts each, or all of them for HF Llama 4's dense routing.
   const double routed = double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
@@ -224,7 +257,7 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
   // the scaled scores, the masked scores, the fp32 softmax and its 16-bit cast (3 c + 4 B per element; measured on
   // H200: Llama-3.2-1B b4 s4096 prefill holds 10.0 B per score element at its peak); SDPA's math fallback the
   // scores and the softmax output.
-  t.kernel = sdpa_backend(s, w.attention, t.c);
+  t.kernel = sdpa_backend(s, w.hf.attention, t.c);
   // gpt-oss: scores, the sink-extended logits and their max-shifted copy, the softmax in the compute dtype (3 c).
   const double eager_el = s.attn_sinks ? 3.0 * t.c : 3.0 * t.c + 4.0;
   if (t.kernel == AttentionKernel::eager) t.scores = t.b * double(s.heads) / tp * t.chunk * t.sp * eager_el;
@@ -477,71 +510,130 @@ inline GenerateReplay replay_generate(const ModelSpec& s, const InferenceWorkloa
   return {budget, false, decoded(budget)};
 }
 
+namespace detail {
+
+// "0.9", "0.88": what an assumption prints of a setting.
+inline std::string setting(double x) {
+  std::string out = decimal(x, 3);
+  while (out.size() > 1 && out.back() == '0') out.pop_back();
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
+
+}  // namespace detail
+
 // vLLM (memory/vllm.h): the budget, minus weights as loaded, the profiling step's torch peak and the non-torch
-// memory it adds, is the KV pool in blocks of 16 tokens. Without a device: what the batch needs.
+// memory it adds, is the KV pool; its blocks are shared by the KV-cache groups. Without a device: what the batch
+// needs.
 inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                        const InferenceTensors& t) {
-  const double bs = double(VllmProfile::block_size), gib = 1073741824.0;
+  const VllmSettings& v = w.vllm;
+  const VllmRelease& r = vllm_release(v.version);
+  const EngineVersion version = v.version.value_or(vllm_newest);
+  const double gib = 1073741824.0;
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
-  const VllmBatchLimits limits = vllm_batch_defaults(total.value_or(engine_default_device_memory), w.device_is_a100);
-  const std::int64_t batched = w.chunked_prefill > 0 ? w.chunked_prefill : limits.max_num_batched_tokens;
-  const std::int64_t seqs = w.max_num_seqs > 0 ? w.max_num_seqs : limits.max_num_seqs;
-  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
-  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp);
-  const double non_torch = vllm_non_torch_bytes(w.tp);
+  const std::int64_t max_len = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
+  const VllmBatchLimits limits =
+      vllm_batch_defaults(total.value_or(engine_default_device_memory), w.device_is_a100, r, max_len);
+  const std::int64_t batched = v.max_num_batched_tokens > 0 ? v.max_num_batched_tokens : limits.max_num_batched_tokens;
+  const std::int64_t seqs = v.max_num_seqs > 0 ? v.max_num_seqs : limits.max_num_seqs;
+  // MXFP4 experts padded for the GPU's kernel (gpt-oss support came in 0.10.1).
+  const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
+  const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
+  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
+  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel);
+  // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
+  const double non_torch = vllm_non_torch_bytes(w.tp, w.link) +
+                           (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;
-  // A block holds 16 tokens of every attention layer (vLLM counts sliding-window layers like full ones here);
-  // linear-attention layers keep their fixed state per sequence.
-  const double block_bytes = sequence_kv(s, t.kv_layer_tok, bs, 0, s.layers);
+  // Linear-attention layers keep their fixed state per sequence beside the attention groups' blocks.
+  const VllmKvGroups g = vllm_kv_groups(s, t.kv_layer_tok, r);
   const double state = t.state_layer * double(s.layers - kv_layer_count(s));
-  const std::int64_t max_len = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
-  const double request = std::ceil(double(max_len) / bs) * block_bytes + state;  // one max_model_len request
-  const double per_seq = std::ceil(t.len / bs) * block_bytes + state;
+  auto request = [&](std::int64_t len) { return g.bytes(g.request_blocks(len, batched)) + state; };
+  const auto len = static_cast<std::int64_t>(t.len);
+  const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
 
   ServingDetails& sv = est.serving;
-  sv.engine = std::string("vllm ") + VllmProfile::version;
+  sv.engine = "vllm " + version.str();
+  sv.engine_version = version.str();
   sv.activation_peak = Bytes(peak);
   sv.non_torch = Bytes(non_torch);
   sv.cuda_graphs = Bytes(graphs);
   sv.max_num_batched_tokens = batched;
   sv.max_num_seqs = seqs;
   sv.max_model_len = max_len;
+  if (v.max_num_batched_tokens == 0) sv.implied_defaults.emplace_back("max_num_batched_tokens", double(batched));
+  if (v.max_num_seqs == 0) sv.implied_defaults.emplace_back("max_num_seqs", double(seqs));
+  if (!w.context) sv.implied_defaults.emplace_back("max_model_len", double(max_len));
+  sv.implied_defaults.emplace_back("block_size", double(VllmProfile::block_size));
   MemoryComponents m;
   m.weights = Bytes(weights);
   m.activations = Bytes(peak);
   m.overhead = Bytes(non_torch + graphs);
   if (total) {
-    const double budget = w.gpu_memory_utilization * total->in(unit::bytes);
+    const double budget = v.gpu_memory_utilization * total->in(unit::bytes);
     const double pool = budget - non_kv;
-    const std::int64_t blocks = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / block_bytes)) : 0;
+    const std::int64_t blocks = g.blocks(pool);
     sv.budget = Bytes(budget);
     sv.kv_pool = Bytes(pool);
     sv.kv_blocks = blocks;
-    sv.kv_tokens = blocks * VllmProfile::block_size;
-    // vLLM's "Maximum concurrency for N tokens per request": the pool's tokens over N.
-    sv.max_concurrency = state > 0 ? std::max(0.0, pool) / per_seq : double(*sv.kv_tokens) / t.len;
-    sv.starts = pool >= request;
-    const std::int64_t longest = state > 0 ? std::int64_t(std::max(0.0, pool - state) / block_bytes) * VllmProfile::block_size
-                                           : *sv.kv_tokens;
-    sv.largest_max_model_len = s.max_positions > 0 ? std::min(longest, s.max_positions) : longest;
-    sv.min_gpu_memory_utilization = (non_kv + request) / total->in(unit::bytes);
+    sv.kv_tokens = g.tokens(blocks);
+    // vLLM's "Maximum concurrency for N tokens per request": the pool's blocks over one request's blocks in every
+    // group (get_max_concurrency_for_kv_cache_config).
+    sv.max_concurrency = state > 0 ? std::max(0.0, pool) / request(len)
+                                   : double(blocks) / double(g.request_blocks(len, batched));
+    // vLLM refuses a max_model_len above the model's derived maximum (ModelConfig._get_and_verify_max_len).
+    const bool too_long = w.context && s.max_positions > 0 && *w.context > s.max_positions;
+    sv.starts = pool >= request(max_len) && !too_long;
+    const std::int64_t cap = s.max_positions > 0 ? s.max_positions : 10'000'000;
+    sv.largest_max_model_len = largest_fitting(cap, [&](std::int64_t n) { return request(n) <= pool; });
+    // Above 1: no utilization starts it on this GPU (said in the assumptions, not printed as a share).
+    const double least = (non_kv + request(max_len)) / total->in(unit::bytes);
+    if (least <= 1) sv.min_gpu_memory_utilization = least;
+    else
+      est.assumptions.push_back("does not start on this GPU at any gpu_memory_utilization: weights, the profiling "
+                                "step and one max_model_len request need " + fixed(least * total->in(unit::bytes) / gib, 2) +
+                                " GiB of its " + fixed(total->in(unit::bytes) / gib, 2) + " GiB");
+    if (too_long)
+      est.assumptions.push_back("does not start: max_model_len " + std::to_string(max_len) + " is above the model's " +
+                                std::to_string(s.max_positions) + " (vLLM refuses it)");
     m.kv_cache = Bytes(std::max(0.0, pool));
   } else {
-    m.kv_cache = Bytes(double(w.batch) * per_seq);
+    m.kv_cache = Bytes(double(w.batch) * request(len));
   }
   Moment mo{"serve", total ? "pre-allocated pool" : "KV for the batch", m};
   est.memory = summarize({mo}, Profile::none, VllmProfile::cuda_context);
-  const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
   est.assumptions.push_back(
-      std::string("profile vllm ") + VllmProfile::version + " (V1 engine): budget " + fixed(w.gpu_memory_utilization, 2) +
-      " × the CUDA total" + (w.cuda_total || !total ? "" : " (taken as the driver's total)") + "; profiling step of " +
+      "profile vllm " + version.str() + " (" + r.engine_name + " engine" +
+      (version == r.from ? "" : ", as modelled from " + r.from.str()) + "): budget " + detail::setting(v.gpu_memory_utilization) + " × the CUDA total" +
+      (w.cuda_total || !total ? "" : " (taken as the driver's total)") + "; profiling step of " +
       std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
-      (w.chunked_prefill > 0 || w.max_num_seqs > 0 ? ""
-       : total                                   ? " (vllm serve defaults for this GPU)"
-                                                 : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
-      "; non-torch " + fixed(non_torch / gib, 2) + " GiB; CUDA graphs " + fixed(graphs / gib, 2) +
-      " GiB outside the budget; KV blocks of 16 tokens");
+      (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
+       : total                                            ? " (vllm serve defaults of this release for this GPU)"
+                                                          : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
+      "; sampler warm-up " + (r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") + " top-k/top-p over " +
+      std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
+      "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
+      (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
+      (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
+      fixed(graphs / gib, 2) + " GiB outside the budget; KV blocks of 16 tokens");
+  if (g.window_groups > 0 && g.full_groups > 0)
+    est.assumptions.push_back("hybrid KV cache: " + std::to_string(g.full_groups) + " full-attention and " +
+                              std::to_string(g.window_groups) + " sliding-window groups of " +
+                              std::to_string(g.group_size) + " layers; a request of " + std::to_string(len) +
+                              " tokens holds " +
+                              std::to_string(g.request_blocks(len, batched)) + " blocks (sliding groups ⌈(window − 1 + " +
+                              std::to_string(batched) + ") / 16⌉ + 1 each)");
+  else if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
+    est.assumptions.push_back("vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache "
+                              "manager before 0.10)");
+  if (padding > 0)
+    est.assumptions.push_back("MXFP4 experts padded for the " +
+                              std::string(w.mxfp4_kernel == Mxfp4Backend::marlin ? "Marlin" :
+                                          w.mxfp4_kernel == Mxfp4Backend::triton ? "Triton" : "FlashInfer") +
+                              " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU");
+  if (v.enable_expert_parallel) est.assumptions.push_back("--enable-expert-parallel: each rank's experts whole, not sliced over tp");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
   if (!w.context)
     est.assumptions.push_back("max_model_len " + std::to_string(max_len) + " (the model's; --max-model-len to set it)");
@@ -550,26 +642,42 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
 }
 
 // SGLang (memory/sglang.h): mem_fraction_static of the memory free at start holds the weights and the token pool;
-// the rest is left to activations and CUDA graphs. Without a device: what the batch needs.
+// the rest is left to activations, the req_to_token table and CUDA graphs. Without a device: what the batch needs.
 inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                          const InferenceTensors& t) {
+  const SglangSettings& g = w.sglang;
+  const SglangRelease& r = sglang_release(g.version);
+  const EngineVersion version = g.version.value_or(sglang_newest);
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
-  const SglangDefaults d = sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0, w.tp);
-  const double fraction = w.mem_fraction_static > 0 ? w.mem_fraction_static : d.mem_fraction_static;
+  const SglangDefaults d =
+      sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0, w.tp, r);
+  const double fraction = g.mem_fraction_static > 0 ? g.mem_fraction_static : d.mem_fraction_static;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
-  // Before the first weight: the CUDA context and, with tensor parallelism, NCCL and custom all-reduce buffers (the
-  // same PyTorch and NCCL as vLLM; its logged figures).
+  // Before the first weight: the CUDA context and, with tensor parallelism, NCCL's buffers by interconnect (the same
+  // PyTorch and NCCL as vLLM; its logged figures).
   const double init = VllmProfile::cuda_context.in(unit::bytes) +
-                      (w.tp > 1 ? vllm_non_torch_bytes(w.tp) - vllm_non_torch_bytes(1) : 0.0);
+                      (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0);
   const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
+  // --context-length defaults to the model's (ModelConfig.context_len); the req_to_token table is that wide.
+  const std::int64_t context_length = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
   ServingDetails& sv = est.serving;
-  sv.engine = std::string("sglang ") + SglangProfile::version;
+  sv.engine = "sglang " + version.str();
+  sv.engine_version = version.str();
+  if (g.mem_fraction_static == 0) sv.implied_defaults.emplace_back("mem_fraction_static", fraction);
+  sv.implied_defaults.emplace_back("chunked_prefill_size", double(d.chunked_prefill_size));
+  sv.implied_defaults.emplace_back("cuda_graph_max_bs", double(d.cuda_graph_max_bs));
   MemoryComponents m;
   m.weights = Bytes(weights);
+  std::int64_t requests = g.max_running_requests;
   if (total) {
     const double free0 = total->in(unit::bytes) - init;
     const double pool = fraction * free0 - weights;
     const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
+    if (requests == 0) {
+      requests = sglang_max_running_requests(tokens, context_length);
+      sv.implied_defaults.emplace_back("max_running_requests", double(requests));
+    }
+    const double table = sglang_req_to_token_bytes(requests, context_length);
     sv.budget = Bytes(fraction * free0);
     sv.kv_pool = Bytes(pool);
     sv.kv_tokens = tokens;
@@ -578,19 +686,25 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     sv.largest_max_model_len = s.max_positions > 0 ? std::min(tokens, s.max_positions) : tokens;
     sv.min_mem_fraction_static = (weights + t.len * per_token) / free0;
     m.kv_cache = Bytes(std::max(0.0, pool));
-    m.overhead = Bytes((1.0 - fraction) * free0);  // left to activations and CUDA graphs
+    m.logits = Bytes(0);
+    m.activations = Bytes(std::max(0.0, (1.0 - fraction) * free0 - table));  // left to activations and CUDA graphs
+    m.overhead = Bytes(table);
   } else {
     m.kv_cache = Bytes(double(w.batch) * t.len * per_token);
+    if (requests > 0) m.overhead = Bytes(sglang_req_to_token_bytes(requests, context_length));
   }
   Moment mo{"serve", total ? "static pool and the share left to activations" : "KV for the batch", m};
   est.memory = summarize({mo}, Profile::none, Bytes(init));
   est.assumptions.push_back(
-      std::string("profile sglang ") + SglangProfile::version + ": mem_fraction_static " + detail::decimal(fraction, 3) +
-      (w.mem_fraction_static > 0 ? "" : " (its default for this GPU: chunked prefill " +
-                                            std::to_string(d.chunked_prefill_size) + ", CUDA graphs up to batch " +
-                                            std::to_string(d.cuda_graph_max_bs) + ")") +
-      " of the memory free at start holds weights and the token pool; the rest is left to activations and CUDA "
-      "graphs; read from SGLang's source, not yet checked against its logs");
+      "profile sglang " + version.str() + (version == r.from ? "" : " (as modelled from " + r.from.str() + ")") +
+      ": mem_fraction_static " + detail::decimal(fraction, 3) +
+      (g.mem_fraction_static > 0 ? ""
+       : r.gpu_memory_heuristic ? " (its default for this GPU: chunked prefill " + std::to_string(d.chunked_prefill_size) +
+                                      ", CUDA graphs up to batch " + std::to_string(d.cuda_graph_max_bs) + ")"
+                                : " (its default at TP " + std::to_string(w.tp) + ")") +
+      " of the memory free at start holds weights and the token pool; the rest is left to activations, the "
+      "req_to_token table (" + (requests > 0 ? std::to_string(requests) : std::string("max_running_requests")) +
+      " requests × context_length " + std::to_string(context_length) + " + 4 int32) and CUDA graphs");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not SGLang's pre-allocated pool");
   return est;
 }
@@ -599,9 +713,10 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
 // on the GPU and, when n exceeds them, the output layer too; token embeddings always stay in host memory.
 inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                             const InferenceTensors& t) {
+  const LlamaCppSettings& k = w.llama_cpp;
   const WeightBytes& wb = t.wb;
   const std::int64_t L = s.layers;
-  const std::int64_t ngl = std::min<std::int64_t>(L + 1, w.gpu_layers.value_or(L + 1));
+  const std::int64_t ngl = std::min<std::int64_t>(L + 1, k.n_gpu_layers.value_or(L + 1));
   const std::int64_t first_gpu = std::max<std::int64_t>(L - ngl, 0);
   const bool output_on_gpu = ngl > L;
   const auto n_ctx = static_cast<std::int64_t>(t.len);
@@ -610,47 +725,59 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   for (std::int64_t l = 0; l < L; ++l) {
     const bool gpu = l >= first_gpu;
     (gpu ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
-    const double kv = s.is_linear_layer(l) ? double(w.parallel) * t.state_layer
-                                           : llama_cpp_cells(s, iswa, l, n_ctx, w.parallel, w.ubatch, w.flash_attn) * t.kv_layer_tok;
+    const double kv = s.is_linear_layer(l) ? double(k.n_parallel) * t.state_layer
+                                           : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn) * t.kv_layer_tok;
     (gpu ? gpu_kv : host_kv) += kv;
   }
   (output_on_gpu ? gpu_w : host_w) += wb.output.in(unit::bytes);
-  const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(w.flash_attn)));
+  const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(k.flash_attn)));
   // The GPU reserves its layers' attention phase and the logits (with a copy of the output matrix when it stays on
   // the host; a tied head is the token embedding, typed by the output rules).
   const double head_bits = bits_per_weight(est.weights, TensorRole::output, 0, gguf_traits(s), s.hidden, w.group_size, true);
   const double host_output = output_on_gpu ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
-  const double compute = llama_cpp_compute_bytes(s, cells, w.ubatch, w.flash_attn, host_output, first_gpu < L);
+  const double compute = llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, first_gpu < L);
   MemoryComponents m;
   m.weights = Bytes(gpu_w / double(w.tp));
   m.kv_cache = Bytes(gpu_kv);
   m.activations = Bytes(compute);
   Moment mo{"serve", "model, KV and compute buffers", m};
   est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
-  est.serving.engine = w.profile == Profile::ollama ? "ollama" : "llama.cpp";
+  const bool ollama = w.profile == Profile::ollama;
+  const EngineVersion build = ollama ? llama_cpp_releases.back().from : k.version.value_or(llama_cpp_releases.back().from);
+  const LlamaCppRelease& row = pick_release(llama_cpp_releases, build, "llama.cpp", /*builds=*/true);
+  const EngineVersion ollama_version = k.version.value_or(ollama_newest);
+  est.serving.engine = ollama ? "ollama " + ollama_version.str() : "llama.cpp " + build.build();
+  est.serving.engine_version = ollama ? ollama_version.str() : build.build();
   est.serving.host_memory = Bytes(host_w + host_kv);
   est.serving.gpu_layers = ngl;
-  if (w.profile == Profile::ollama)
-    est.assumptions.push_back("profile ollama (0.21, llama.cpp runner): num_ctx " + std::to_string(n_ctx / w.parallel) +
-                              " × OLLAMA_NUM_PARALLEL " + std::to_string(w.parallel) + " = n_ctx " +
-                              std::to_string(n_ctx) + "; num_batch 512; flash attention " +
-                              (w.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
+  if (!k.n_gpu_layers) est.serving.implied_defaults.emplace_back("n_gpu_layers", double(ngl));
+  est.serving.implied_defaults.emplace_back("n_ubatch", double(k.n_ubatch));
+  if (ollama)
+    est.assumptions.push_back("profile ollama " + ollama_version.str() + " (llama.cpp runner; default num_ctx as from " +
+                              OllamaProfile::release(k.version).from.str() + "): num_ctx " +
+                              std::to_string(n_ctx / k.n_parallel) + " × OLLAMA_NUM_PARALLEL " +
+                              std::to_string(k.n_parallel) + " = n_ctx " + std::to_string(n_ctx) +
+                              "; num_batch 512; flash attention " +
+                              (k.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
   est.assumptions.push_back(
-      "profile llama.cpp (CUDA, 2025 builds): -ngl " + std::to_string(ngl) + " of " + std::to_string(L + 1) +
+      "profile llama.cpp " + build.build() + " (CUDA" + (build == row.from ? "" : ", as modelled from " + row.from.build()) +
+      "): -ngl " +
+      std::to_string(ngl) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +
-      std::to_string(n_ctx) + " padded to " + std::to_string(LlamaCppProfile::kv_pad(w.flash_attn)) + " cells" + (iswa ? ", sliding-window layers in their own cache" : "") +
-      "; n_ubatch " + std::to_string(w.ubatch) + ", flash attention " + (w.flash_attn ? "on" : "off") +
-      "; CUDA context ~0.35 GB");
+      std::to_string(n_ctx) + " padded to " + std::to_string(LlamaCppProfile::kv_pad(k.flash_attn)) + " cells" +
+      (iswa ? ", sliding-window layers in their own cache" : "") + "; n_ubatch " + std::to_string(k.n_ubatch) +
+      ", flash attention " + (k.flash_attn ? "on" : "off") + "; CUDA context ~0.35 GB");
   return est;
 }
 
 // Ollama's workload as the llama.cpp runner it starts sees it (OllamaProfile): --context is num_ctx per request
-// (default by the GPU's memory, clamped to the model's trained context); n_ctx = num_ctx × --parallel.
+// (default by release and the GPU's memory, clamped to the model's trained context); n_ctx = num_ctx × --parallel.
 inline InferenceWorkload ollama_runner_workload(const ModelSpec& s, InferenceWorkload w) {
-  std::int64_t num_ctx = w.context.value_or(OllamaProfile::default_num_ctx(w.device_memory));
+  const OllamaRelease& r = OllamaProfile::release(w.llama_cpp.version);
+  std::int64_t num_ctx = w.context.value_or(OllamaProfile::default_num_ctx(w.device_memory, r));
   if (s.max_positions > 0) num_ctx = std::min(num_ctx, s.max_positions);
-  w.context = num_ctx * w.parallel;
-  w.ubatch = std::min({w.ubatch, OllamaProfile::num_batch, num_ctx});
+  w.context = num_ctx * w.llama_cpp.n_parallel;
+  w.llama_cpp.n_ubatch = std::min({w.llama_cpp.n_ubatch, OllamaProfile::num_batch, num_ctx});
   return w;
 }
 
@@ -734,6 +861,7 @@ inline void hf_generate_memory(InferenceEstimate& est, const ModelSpec& s, const
 inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceWorkload& requested, bool replay) {
   validate(s);
   validate(requested);
+  if (const auto problem = serving_tp_problem(s, requested, requested.tp)) throw InputError(*problem);
   const InferenceWorkload w = requested.profile == Profile::ollama ? ollama_runner_workload(s, requested) : requested;
   const bool pytorch = w.profile == Profile::pytorch;
   const ParamCounts counts = count_params(s);

@@ -12,10 +12,12 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <array>
 #include <optional>
 
 #include "../model.h"
 #include "../units.h"
+#include "engine_version.h"
 
 namespace gpuplan {
 
@@ -39,14 +41,55 @@ struct LlamaCppProfile {
   static constexpr std::int64_t op_offload_min_batch = 32;
 };
 
-// Ollama runs llama.cpp with its own defaults (Ollama 0.21: docs/context-length.mdx at 948f693; llm/server.go
-// LoadRequest): num_ctx by the GPU's memory, clamped to the model's trained context; the KV cache holds
-// num_ctx × OLLAMA_NUM_PARALLEL (default 1) cells; batch min(num_batch 512, num_ctx); flash attention auto (on
-// where the model supports it since late 2025: ollama/ollama #12473, #13448; OLLAMA_FLASH_ATTENTION=0 turns it off).
+// llama.cpp flags that change memory, under its names (n_ctx is the workload's context; Ollama passes its own
+// num_gpu, num_batch, OLLAMA_NUM_PARALLEL and OLLAMA_FLASH_ATTENTION to the runner as these).
+struct LlamaCppSettings {
+  std::optional<EngineVersion> version;      // --engine-version: the build (b4343), or Ollama's release
+  std::optional<std::int64_t> n_gpu_layers;  // -ngl: repeating layers from the last, then the output (default all)
+  std::int64_t n_ubatch = LlamaCppProfile::n_ubatch;  // -ub
+  bool flash_attn = true;                    // -fa (auto turns it on for CUDA)
+  std::int64_t n_parallel = 1;               // -np: sequences sharing n_ctx
+};
+
+struct LlamaCppRelease {
+  EngineVersion from;  // build number in major
+  const char* source;
+};
+
+// One arithmetic from the oldest build checked against logs to the newest read: the buffers are unchanged across
+// the llama_kv_cache_unified and llama_kv_cache rewrites.
+inline constexpr std::array<LlamaCppRelease, 1> llama_cpp_releases{{
+    {{4343, 0, 0},
+     "src/llama-kv-cache.cpp get_padding (flash_attn ? 256 : 32); src/llama-context.cpp graph_reserve; "
+     "src/llama-model.cpp load_tensors — ggml-org/ci logs of b4343 and b4822, users' early-2025 builds"},
+}};
+
+// Ollama runs llama.cpp with its own defaults: num_ctx by release (2048; 4096 from v0.6.7, its release notes; from
+// v0.15.5, 2026-02-03, by the GPU's memory: docs/context-length.mdx at 948f693), clamped to the model's trained
+// context; the KV cache holds num_ctx × OLLAMA_NUM_PARALLEL (default 1) cells; batch min(num_batch 512, num_ctx);
+// flash attention auto (on where the model supports it since late 2025: ollama/ollama #12473, #13448;
+// OLLAMA_FLASH_ATTENTION=0 turns it off).
+struct OllamaRelease {
+  EngineVersion from;
+  std::int64_t num_ctx;   // the default; 0: by the GPU's memory
+  const char* source;
+};
+
+inline constexpr std::array<OllamaRelease, 3> ollama_releases{{
+    {{0, 1, 0}, 2048, "docs/modelfile.md: num_ctx default 2048"},
+    {{0, 6, 7}, 4096, "release v0.6.7: default context length 4096 (commit 44b466e)"},
+    {{0, 15, 5}, 0, "docs/context-length.mdx: 4k below 24 GiB of VRAM, 32k up to 48 GiB, 256k above"},
+}};
+inline constexpr EngineVersion ollama_newest{0, 21, 0};  // the newest read (llm/server.go LoadRequest at 0.21)
+
 struct OllamaProfile {
   static constexpr std::int64_t num_batch = 512;
-  // Default num_ctx: 4k below 24 GiB of VRAM, 32k up to 48 GiB, 256k above.
-  static std::int64_t default_num_ctx(std::optional<Bytes> vram) {
+  static const OllamaRelease& release(const std::optional<EngineVersion>& v) {
+    return pick_release(ollama_releases, v ? v : std::optional(ollama_newest), "Ollama");
+  }
+  // Default num_ctx: the release's, or by VRAM: 4k below 24 GiB, 32k up to 48 GiB, 256k above.
+  static std::int64_t default_num_ctx(std::optional<Bytes> vram, const OllamaRelease& r = ollama_releases.back()) {
+    if (r.num_ctx > 0) return r.num_ctx;
     if (!vram) return 4096;
     const double gib = vram->in(unit::bytes) / 1073741824.0;
     return gib < 24 ? 4096 : gib < 48 ? 32768 : 262144;

@@ -57,6 +57,18 @@ struct PytorchProfile {
   static constexpr double fragmentation = 0.04;
 };
 
+// How a GPU reaches its tensor-parallel peers, which sets the buffers NCCL and the engines' custom all-reduce keep:
+// NVSwitch of Hopper or later (NCCL's NVLink SHARP buffers), other NVLink (A100 SXM, bridges), or PCIe only.
+enum class GpuLink { pcie, nvlink, nvswitch };
+
+// From a catalog entry's interconnect kind: "NVLink 4 (18 links)" / "NVLink 5 …" (not a bridge) is NVSwitch-class.
+inline GpuLink gpu_link_of(std::string_view interconnect) {
+  if (interconnect.rfind("NVLink", 0) != 0) return GpuLink::pcie;
+  if (interconnect.find("bridge") != std::string_view::npos) return GpuLink::nvlink;
+  return interconnect.rfind("NVLink 4", 0) == 0 || interconnect.rfind("NVLink 5", 0) == 0 ? GpuLink::nvswitch
+                                                                                          : GpuLink::nvlink;
+}
+
 // Serving engines pick their scheduler defaults by the GPU's memory (vLLM's max_num_batched_tokens, SGLang's
 // mem_fraction_static); without --gpu they are taken for an H100 SXM, the GPU their defaults are tuned on: its
 // driver total, 85,520,809,984 B = 81,559 MiB (nvidia-smi; catalog h100-sxm usable_memory_bytes).

@@ -1,20 +1,48 @@
-// SGLang's start-up memory arithmetic (sgl-project/sglang python/sglang/srt/server_args.py
-// _handle_gpu_memory_settings, the heuristic of PR #10975, v0.5.4 on; model_runner.py profile_max_num_token):
-//   mem_fraction_static = (gpu_mem − reserved) / gpu_mem, reserved (MB) for prefill activations and CUDA graphs
-//   token pool          = (mem_fraction_static × free memory at start − weights) / bytes per token of all layers
-// The rest of the GPU, (1 − mem_fraction_static) of it, is left to activations and CUDA graphs.
+// SGLang's start-up memory arithmetic by release (sgl-project/sglang; each row of sglang_releases names the file it
+// was read from; model_runner.py profile_max_num_token and init_memory_pool in every release modelled):
+//   mem_fraction_static  the user's, else the release's default (by TP before 0.5.4; by GPU memory from 0.5.4)
+//   token pool           = (mem_fraction_static × free memory at start − weights) / bytes per token of all layers
+//   req_to_token table   max_running_requests × (context_length + 4) int32 slots, allocated after the pool
+// The rest of the GPU, (1 − mem_fraction_static) of it, is left to activations, the table and CUDA graphs.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "../units.h"
+#include "engine_version.h"
 
 namespace gpuplan {
 
-struct SglangProfile {
-  static constexpr const char* version = "0.5";
+// `python -m sglang.launch_server` flags that change memory, under SGLang's names (context_length is the
+// workload's context).
+struct SglangSettings {
+  std::optional<EngineVersion> version;  // --engine-version (default: the newest modelled release)
+  double mem_fraction_static = 0;        // 0: the release's default
+  std::int64_t max_running_requests = 0; // 0: by the pool (init_memory_pool)
 };
+
+struct SglangRelease {
+  EngineVersion from;
+  bool gpu_memory_heuristic;  // mem_fraction_static from the GPU's memory and reserved MB (PR #10975)
+  const char* source;
+};
+
+inline constexpr std::array<SglangRelease, 2> sglang_releases{{
+    {{0, 1, 0}, false,
+     "python/sglang/srt/server_args.py __post_init__ (as read for 0.4; earlier releases taken to match): "
+     "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16"},
+    {{0, 5, 4}, true,
+     "python/sglang/srt/server_args.py _handle_gpu_memory_settings (PR #10975): reserved MB by chunked prefill, "
+     "CUDA-graph batch and TP"},
+}};
+inline constexpr EngineVersion sglang_newest = sglang_releases.back().from;
+
+inline const SglangRelease& sglang_release(const std::optional<EngineVersion>& v) {
+  return pick_release(sglang_releases, v, "SGLang");
+}
 
 struct SglangDefaults {
   std::int64_t chunked_prefill_size = 0;
@@ -23,13 +51,17 @@ struct SglangDefaults {
 };
 
 // gpu_mem: the device total as nvidia-smi reports it, in MiB (sglang get_device_memory_capacity).
-inline SglangDefaults sglang_defaults(double gpu_mem_mib, std::int64_t tp) {
+inline SglangDefaults sglang_defaults(double gpu_mem_mib, std::int64_t tp, const SglangRelease& r = sglang_releases.back()) {
   SglangDefaults d;
   const bool small_tp = tp < 4;
   if (gpu_mem_mib < 35 * 1024) d = {2048, small_tp ? 24 : 80, 0};        // A10, 4090, 5090
   else if (gpu_mem_mib < 60 * 1024) d = {4096, small_tp ? 32 : 160, 0};  // A100 40GB, L40
   else if (gpu_mem_mib < 160 * 1024) d = {8192, small_tp ? 256 : 512, 0};  // H100, A100 80GB, H20, H200
   else d = {16384, 512, 0};                                                 // B200, MI300
+  if (!r.gpu_memory_heuristic) {
+    d.mem_fraction_static = tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+    return d;
+  }
   // Reserved MB: attention-backend metadata, 1.5 MB per prefill-chunk token, 2 MB per CUDA-graph batch size,
   // 128 MB per tensor-parallel rank; at least 10 GB on GPUs over 60 GB.
   double reserved = 512 + 1.5 * double(std::max<std::int64_t>(d.chunked_prefill_size, 2048)) +
@@ -37,6 +69,18 @@ inline SglangDefaults sglang_defaults(double gpu_mem_mib, std::int64_t tp) {
   if (gpu_mem_mib > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
   d.mem_fraction_static = std::round((gpu_mem_mib - reserved) / gpu_mem_mib * 1000.0) / 1000.0;
   return d;
+}
+
+// Requests the req_to_token table holds when --max-running-requests is not given (model_runner.init_memory_pool):
+// the pool's tokens over the context, × 512, kept within [2048, 4096].
+inline std::int64_t sglang_max_running_requests(std::int64_t pool_tokens, std::int64_t context_len) {
+  const auto by_pool = static_cast<std::int64_t>(double(pool_tokens) / double(std::max<std::int64_t>(context_len, 1)) * 512.0);
+  return std::min<std::int64_t>(std::max<std::int64_t>(by_pool, 2048), 4096);
+}
+
+// The req_to_token table (ReqToTokenPool): (requests + 1) rows of context_len + 4 int32 token slots.
+inline double sglang_req_to_token_bytes(std::int64_t requests, std::int64_t context_len) {
+  return double(requests + 1) * double(context_len + 4) * 4.0;
 }
 
 }  // namespace gpuplan

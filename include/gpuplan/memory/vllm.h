@@ -1,58 +1,145 @@
-// vLLM's start-up memory arithmetic, as the V1 engine of vLLM 0.19 does it (vllm/v1/worker/gpu_worker.py
-// determine_available_memory, vllm/engine/arg_utils.py get_batch_defaults, vllm/v1/core/kv_cache_utils.py):
-//   budget    = gpu_memory_utilization × the CUDA total (the context already there is outside it)
+// vLLM's start-up memory arithmetic by release (vllm-project/vllm; each row of vllm_releases names the files it
+// was read from):
+//   budget    = gpu_memory_utilization × the CUDA total (the context already there is outside it, but before 0.4.1
+//               and in early V1)
 //   non-KV    = weights as loaded + the torch peak of one profiling step + non-torch memory that step adds
-//   KV pool   = budget − non-KV, in blocks of 16 tokens; CUDA graphs are captured afterwards, outside the budget.
+//   KV pool   = budget − non-KV, in blocks of 16 tokens per layer, shared by the KV-cache groups (from 0.10 each
+//               attention kind its own group: sliding-window layers keep only their window per request);
+//               CUDA graphs are captured afterwards, outside the budget.
 // Checked against vLLM's own start-up logs in tests/data/engines/vllm.jsonl (docs/engines-accuracy.md).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "../model.h"
 #include "../units.h"
+#include "engine_version.h"
+#include "profile.h"
 
 namespace gpuplan {
 
+// `vllm serve` flags that change memory, under vLLM's names (max_model_len is the workload's context).
+struct VllmSettings {
+  std::optional<EngineVersion> version;     // --engine-version (default: the newest modelled release)
+  double gpu_memory_utilization = 0.90;     // CacheConfig.gpu_memory_utilization
+  std::int64_t max_num_batched_tokens = 0;  // 0: the release's default for the GPU
+  std::int64_t max_num_seqs = 0;            // 0: likewise
+  bool enable_expert_parallel = false;      // experts whole on each rank instead of sliced over tp
+};
+
+enum class VllmEngine { v0, v1_early, v1 };
+// How the sampler warm-up filters top-k/top-p over max_num_seqs rows of the whole vocabulary.
+enum class VllmSampler { torch_sort, triton };
+
+struct VllmRelease {
+  EngineVersion from;
+  const char* engine_name;
+  VllmEngine engine;
+  VllmSampler sampler;
+  bool hybrid_kv;                  // KV-cache groups per attention kind (else every layer counts as full attention)
+  std::int64_t v0_prefill_chunk;   // V0: max_num_batched_tokens when chunked prefill is on by default (max_model_len
+                                   // > 32k); 0: no default chunked prefill
+  bool charges_context;            // the budget pays for every non-torch byte on the GPU, the CUDA context included
+  const char* source;
+};
+
+// The releases whose start-up arithmetic differs. Boundaries are the first release carrying the change.
+inline constexpr std::array<VllmRelease, 9> vllm_releases{{
+    {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, true,
+     "vllm/worker/worker.py profile_num_available_blocks (peak = total − free after profile_run: the CUDA context "
+     "charged); vllm/config.py SchedulerConfig max(max_model_len, 2048) tokens, 256 sequences"},
+    {{0, 4, 1}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, false,
+     "vllm/worker/worker.py determine_num_available_blocks: peak = free at init − free after profile_run"},
+    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 512, false,
+     "vllm/worker/worker.py determine_num_available_blocks; vllm/worker/model_runner.py profile_run (max_num_seqs "
+     "sequences sharing max_num_batched_tokens); vllm/config.py SchedulerConfig (max(max_model_len, 2048) tokens, "
+     "chunks of 512 with chunked prefill); vllm/model_executor/layers/sampler.py _apply_top_k_top_p (sort)"},
+    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 2048, false,
+     "vllm/config.py SchedulerConfig: chunked-prefill chunks of _DEFAULT_MAX_NUM_BATCHED_TOKENS (2048); "
+     "vllm/utils.py memory_profiling (the start-up baseline excluded)"},
+    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, false, 0, true,
+     "V1 the default (PR #13726); vllm/v1/worker/gpu_worker.py determine_available_memory (torch peak + every "
+     "non-torch byte on the GPU, the CUDA context included); gpu_model_runner.py profile_run (logits of every "
+     "profiled token)"},
+    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, false, 0, false,
+     "vllm/v1/worker/gpu_worker.py memory_profiling from the start-up snapshot; gpu_model_runner.py _dummy_run "
+     "(logits of each request's last token); arg_utils.py batch defaults by GPU memory (PRs #17073, #17885)"},
+    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0, false,
+     "vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, get_max_concurrency_for_kv_cache_config "
+     "(hybrid KV-cache manager); vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes"},
+    {{0, 16, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
+     "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02): top-k/top-p without a full sort"},
+    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
+     "vllm/v1/worker/gpu_worker.py determine_available_memory, vllm/engine/arg_utils.py get_batch_defaults, "
+     "vllm/v1/core/kv_cache_utils.py at v0.19.0, checked against llm-d-planner's v0.19.0 start-up logs"},
+}};
+inline constexpr EngineVersion vllm_newest = vllm_releases.back().from;
+
+inline const VllmRelease& vllm_release(const std::optional<EngineVersion>& v) {
+  return pick_release(vllm_releases, v, "vLLM");
+}
+
 struct VllmProfile {
-  static constexpr const char* version = "0.19";
-  static constexpr double default_gpu_memory_utilization = 0.90;  // CacheConfig.gpu_memory_utilization
   static constexpr std::int64_t block_size = 16;                   // CacheConfig block_size on CUDA
   // The CUDA context of the engine process before its first memory snapshot, outside the budget: v0.19 logs on
   // H100 print "Initial free memory: 78.68 GiB" of 79.19 GiB.
   static constexpr Bytes cuda_context{0.51 * 1073741824.0};
   // Non-torch memory the profiling step adds (cuBLAS/cuDNN workspaces, kernels loaded on first use): 0.24–0.26 GiB
-  // in every single-GPU v0.19 log; with tensor parallelism NCCL's channel buffers and vLLM's custom all-reduce IPC
-  // buffers make it 2.06–2.13 GiB per GPU (llm-d-planner accuracy report, TP 2 and 4 on H100).
+  // in every single-GPU v0.19 log. With tensor parallelism NCCL's buffers come on top: on NVSwitch systems of
+  // Hopper and later NCCL's NVLink SHARP (NVLS) buffers and vLLM's custom all-reduce make it 2.06–2.13 GiB per GPU
+  // (llm-d-planner accuracy report, TP 2 and 4 on H100 SXM); without NVLS (PCIe cards: L40S, L4, RTX 4090; A100's
+  // NVLink 3) NCCL's ring buffers alone, logged 0.2–0.5 GiB in all (issue #42's held-out logs): 0.4 GiB.
   static constexpr Bytes non_torch_single_gpu{0.25 * 1073741824.0};
-  static constexpr Bytes non_torch_tensor_parallel{2.1 * 1073741824.0};
-  // The sampler's dummy run over max_num_seqs rows of logits holds, besides the logits in the model dtype, their
-  // fp32 copy, the softmax and the exponential noise of random sampling (12 B per logit) and a 1-byte mask: with
-  // bf16 logits 15 B per logit, which reproduces the torch peak of the sampler-bound v0.19 logs within 3 %
-  // (Llama 3.1, Qwen2.5, Gemma 2, Granite).
-  static constexpr double sampler_fp32_bytes_per_logit = 13.0;
+  static constexpr Bytes non_torch_tensor_parallel_nvls{2.1 * 1073741824.0};
+  static constexpr Bytes non_torch_tensor_parallel{0.4 * 1073741824.0};
+  // The sampler's dummy run over max_num_seqs rows of logits, bytes per logit beyond the logits in the model dtype.
+  // Triton top-k/top-p (0.16 on): the fp32 copy, the softmax and the exponential noise of random sampling (12 B)
+  // and a 1-byte mask; 13 B reproduces the torch peak of the sampler-bound v0.19 logs within 3 % (Llama 3.1,
+  // Qwen2.5, Gemma 2, Granite).
+  static constexpr double sampler_triton_bytes_per_logit = 13.0;
+  // torch.sort top-k/top-p (V0 and V1 before 0.16; FlashInfer's sampler off by default): at the sort the fp32
+  // logits (4), the sorted values (4) and their int64 indices (8), and the sort's own int64 index input and cub's
+  // alternate key/value buffers (8 + 4 + 8). PR #32558 measured the torch path at 1.25 GB beyond its fp32 input for
+  // 256 × 131,072 logits (37 B each; 32 here).
+  static constexpr double sampler_sort_bytes_per_logit = 36.0;
   // CUDA graphs (51 piecewise + 51 full decode sizes up to 512): v0.19 logs "Estimated CUDA graph memory" 0.74–1.13
   // GiB for 7–27B models, median 0.84. Captured after the KV pool is sized, so outside the budget by default.
   static constexpr Bytes cuda_graphs{0.84 * 1073741824.0};
 };
 
-// The scheduler limits vLLM picks when the user does not (arg_utils.get_batch_defaults, `vllm serve`): devices with
-// at least 70 GiB other than the A100 get 8192 batched tokens and 1024 sequences, others 2048 and 256.
+// The scheduler limits vLLM picks when the user does not. V1 (`vllm serve`, arg_utils.get_batch_defaults): devices
+// with at least 70 GiB other than the A100 get 8192 batched tokens and 1024 sequences, others 2048 and 256. V0:
+// 256 sequences and max(max_model_len, 2048) tokens (the whole prompt in one step), or chunks of v0_prefill_chunk
+// when chunked prefill is on by default (max_model_len above 32k).
 struct VllmBatchLimits {
   std::int64_t max_num_batched_tokens = 0;
   std::int64_t max_num_seqs = 0;
 };
 
-inline VllmBatchLimits vllm_batch_defaults(Bytes cuda_total, bool is_a100) {
+inline VllmBatchLimits vllm_batch_defaults(Bytes cuda_total, bool is_a100, const VllmRelease& r = vllm_releases.back(),
+                                           std::int64_t max_model_len = 0) {
+  if (r.engine == VllmEngine::v0)
+    return {max_model_len > 32768 && r.v0_prefill_chunk > 0 ? r.v0_prefill_chunk : std::max<std::int64_t>(max_model_len, 2048),
+            256};
   if (cuda_total.in(unit::bytes) >= 70.0 * 1073741824.0 && !is_a100) return {8192, 1024};
   return {2048, 256};
 }
 
-// The torch peak of vLLM's profiling step (gpu_model_runner.profile_run): a forward of max_num_batched_tokens
-// tokens, then the sampler on max_num_seqs rows of logits over the whole vocabulary (gathered on every TP rank).
-// Fused MoE keeps its intermediate caches allocated between calls, so they are still there when the sampler runs.
+inline double vllm_sampler_bytes_per_logit(const VllmRelease& r) {
+  return r.sampler == VllmSampler::triton ? VllmProfile::sampler_triton_bytes_per_logit
+                                          : VllmProfile::sampler_sort_bytes_per_logit;
+}
+
+// The torch peak of vLLM's profiling step (profile_run): a forward of max_num_batched_tokens tokens, then the
+// sampler on max_num_seqs rows of logits over the whole vocabulary (gathered on every TP rank); early V1 kept the
+// logits of every profiled token. Fused MoE keeps its intermediate caches allocated between calls, so they are
+// still there when the sampler runs; with expert parallelism each rank's experts are whole (not sliced over tp).
 inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens, std::int64_t max_seqs, double c,
-                                std::int64_t tp) {
+                                std::int64_t tp, const VllmRelease& r = vllm_releases.back(),
+                                bool expert_parallel = false) {
   const double T = double(batched_tokens), S = double(std::min(max_seqs, batched_tokens));
   const double h = double(s.hidden), t = double(tp);
   // Dense FFN at its widest (torch.compile fuses norms and activations): gate_up (2I) and the activation (I) of a
@@ -67,19 +154,98 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
     }
     // fused_moe's caches per routed token: gate_up out (2I, sharing its buffer with the h-wide output) and the
     // activation (I).
-    const double im = double(s.moe.intermediate) / t;
+    const double im = double(s.moe.intermediate) / (expert_parallel ? 1.0 : t);
     const double cache = T * double(s.moe.experts_per_token) * c * (std::max(2.0 * im, h) + im);
     const double shared = 3.0 * double(s.moe.shared_experts * s.moe.shared_intermediate) / t;
     moe = std::max(moe, cache);
     dense = std::max(dense, cache + T * c * (shared + 4.0 * h));
   }
-  const double logits = (c + VllmProfile::sampler_fp32_bytes_per_logit) * S * double(s.vocab);
+  const double every_token = r.engine == VllmEngine::v1_early ? c * T * double(s.vocab) : 0.0;
+  const double logits = (c + vllm_sampler_bytes_per_logit(r)) * S * double(s.vocab) + every_token;
   const double sampler = moe + logits + c * (T + S) * h;  // the step's hidden states stay alive
   return std::max(dense, sampler);
 }
 
-inline double vllm_non_torch_bytes(std::int64_t tp) {
-  return (tp > 1 ? VllmProfile::non_torch_tensor_parallel : VllmProfile::non_torch_single_gpu).in(unit::bytes);
+inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvswitch) {
+  if (tp == 1) return VllmProfile::non_torch_single_gpu.in(unit::bytes);
+  return (link == GpuLink::nvswitch ? VllmProfile::non_torch_tensor_parallel_nvls
+                                    : VllmProfile::non_torch_tensor_parallel)
+      .in(unit::bytes);
+}
+
+// The MXFP4 MoE kernel vLLM picks for a GPU (model_executor/layers/quantization/mxfp4.py get_mxfp4_backend, from
+// gpt-oss support in 0.10.1): Marlin below Hopper and on consumer Blackwell (sm120), Triton kernels on Hopper,
+// FlashInfer on datacenter Blackwell (sm100).
+enum class Mxfp4Backend { marlin, triton, flashinfer_sm100 };
+
+// Told apart by what the catalog says of the GPU: HBM with FP4 tensor cores is sm100, HBM with FP8 but not FP4 is
+// Hopper; the rest (Ampere, Ada, GDDR7 Blackwell) run Marlin.
+inline Mxfp4Backend mxfp4_backend(bool hbm, bool fp8, bool fp4) {
+  if (hbm && fp4) return Mxfp4Backend::flashinfer_sm100;
+  if (hbm && fp8) return Mxfp4Backend::triton;
+  return Mxfp4Backend::marlin;
+}
+
+// The bytes Mxfp4MoEMethod.create_weights adds to a GPU's routed experts by padding them for the kernel: the
+// per-partition intermediate and the hidden size rounded up (Marlin: 128 and 256, its n % 256 and k % 128;
+// FlashInfer on sm100: 256 and 256; Triton: the intermediate to 64). Each expert holds gate_up (2·I × h) and down
+// (h × I) at 4.25 bits per weight (E2M1 + an E8M0 scale per 32). Hopper's Triton weight swizzle after loading is
+// not modelled (vLLM 0.19 logged gpt-oss-20b at TP 2 on H100 9 % above the unpadded experts).
+inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool expert_parallel, Mxfp4Backend b) {
+  if (s.moe.experts == 0) return 0;
+  auto up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
+  const std::int64_t i = expert_parallel ? s.moe.intermediate : s.moe.intermediate / tp, h = s.hidden;
+  const std::int64_t ip = b == Mxfp4Backend::marlin ? up(i, 128) : b == Mxfp4Backend::flashinfer_sm100 ? up(i, 256) : up(i, 64);
+  const std::int64_t hp = b == Mxfp4Backend::marlin || b == Mxfp4Backend::flashinfer_sm100 ? up(h, 256) : h;
+  const double experts_here = double(s.moe.experts) / (expert_parallel ? double(tp) : 1.0);
+  return double(s.moe_layer_count()) * experts_here * 3.0 * double(ip * hp - i * h) * 4.25 / 8.0;
+}
+
+// The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block of block_size
+// tokens is one page of the same size. One kind of attention: one group. Full and sliding-window layers mixed
+// (hybrid manager, 0.10 on): groups of group_size layers of one kind, group_size the smaller kind's count (the
+// larger's when it is under 1.5 times that), the last group of a kind padded; the pool is group_size tensors of
+// num_blocks pages, shared by one layer of each group. Chunked local attention (Llama 4) stays one full-attention
+// group: vLLM turns the hybrid manager off for it (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset).
+struct VllmKvGroups {
+  double page = 0;                 // one layer's block, per GPU
+  std::int64_t group_size = 0;     // layers per group
+  std::int64_t full_groups = 0, window_groups = 0;
+  std::int64_t window = 0;         // sliding window of the window groups
+
+  std::int64_t groups() const { return full_groups + window_groups; }
+  // Blocks one request of max_len tokens holds (FullAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes).
+  std::int64_t request_blocks(std::int64_t max_len, std::int64_t batched) const {
+    const std::int64_t bs = VllmProfile::block_size;
+    const std::int64_t in_window = std::min(window - 1 + batched, max_len);
+    return full_groups * ((max_len + bs - 1) / bs) + window_groups * ((in_window + bs - 1) / bs + 1);
+  }
+  std::int64_t blocks(double pool) const {
+    return pool > 0 ? static_cast<std::int64_t>(std::floor(pool / page / double(group_size))) : 0;
+  }
+  // "GPU KV cache size: N tokens": blocks per group × block_size.
+  std::int64_t tokens(std::int64_t blocks) const { return blocks / groups() * VllmProfile::block_size; }
+  double bytes(std::int64_t blocks) const { return double(blocks) * page * double(group_size); }
+};
+
+inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, double kv_layer_tok, const VllmRelease& r) {
+  std::int64_t full = 0, windowed = 0;
+  const bool split = r.hybrid_kv && !s.chunked_attention;
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    if (!s.is_linear_layer(l)) ++((split && s.is_sliding_layer(l)) ? windowed : full);
+  VllmKvGroups g;
+  g.page = kv_layer_tok * double(VllmProfile::block_size);
+  g.window = s.sliding_window;
+  if (full == 0 || windowed == 0) {
+    g.group_size = std::max<std::int64_t>(full + windowed, 1);
+    (windowed > 0 ? g.window_groups : g.full_groups) = 1;
+    return g;
+  }
+  const std::int64_t lo = std::min(full, windowed), hi = std::max(full, windowed);
+  g.group_size = double(hi) < 1.5 * double(lo) ? hi : lo;
+  g.full_groups = (full + g.group_size - 1) / g.group_size;
+  g.window_groups = (windowed + g.group_size - 1) / g.group_size;
+  return g;
 }
 
 }  // namespace gpuplan

@@ -19,10 +19,10 @@ void setup_infer(CLI::App& app, InferOptions& o, bool with_options) {
 void add_infer_options(CLI::App& cmd, InferOptions& o) {
   add_model_options(cmd, o.model);
   auto& w = o.workload;
-  cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default 1)");
-  cmd.add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
-  cmd.add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
-  cmd.add_option("--context,--max-model-len,--n-ctx,--ctx-size,--num-ctx", o.context,
+  cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default " + std::to_string(defaults::batch) + ")");
+  add_length_option(cmd, "--prompt-len", w.prompt_len, "Prompt tokens per sequence (1024, 1k)", defaults::prompt_len);
+  add_length_option(cmd, "--new-tokens", w.new_tokens, "Generated tokens per sequence", defaults::new_tokens);
+  add_length_option(cmd, "--context,--max-model-len,--n-ctx,--ctx-size,--num-ctx", o.context,
                  "KV tokens per sequence to plan for (default prompt + new tokens; vLLM: max_model_len, default the "
                  "model's; llama.cpp: -c, the total over --parallel; Ollama: num_ctx per request, default by GPU memory)");
   cmd.add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
@@ -34,7 +34,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
   cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | ollama | none");
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
-  cmd.add_option("--chunked-prefill,--max-num-batched-tokens", w.chunked_prefill,
+  add_length_option(cmd, "--chunked-prefill,--max-num-batched-tokens", w.chunked_prefill,
                  "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default 8192 on ≥70 GiB GPUs but A100, else 2048)");
   cmd.add_option("--mem-fraction-static", w.mem_fraction_static,
                  "SGLang: share of the free memory for weights + token pool (default: its heuristic for the GPU)");
@@ -42,7 +42,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--gpu-memory-utilization", w.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
-  cmd.add_option("--ubatch", w.ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
+  add_length_option(cmd, "--ubatch", w.ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
                  "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
   cmd.add_option("--parallel,--num-parallel", w.parallel,

@@ -224,6 +224,15 @@ std::optional<fs::path> cached_snapshot(const std::string& repo, const std::stri
   return snap;
 }
 
+// A preset's model; `note`, when given, says why a name that is not the preset's resolved to it.
+ModelSource as_preset(ModelSource m, const ModelPreset& p, const std::string& note = "") {
+  m.kind = "preset";
+  m.spec = p.spec;
+  m.revision.clear();
+  if (!note.empty()) m.notes.push_back(note + " (" + p.name + ")");
+  return m;
+}
+
 }  // namespace
 
 std::string hf_cache_root() {
@@ -249,12 +258,12 @@ ModelSource resolve_model_source(const ModelOptions& o) {
   }
   if (o.model.empty()) throw InputError("name the model with --params, --model or --config");
   m.ref = o.model;
-  if (const ModelPreset* p = find_preset_or_null(o.model)) {
-    m.kind = "preset";
-    m.spec = p->spec;
-    return m;
-  }
   const fs::path p(o.model);
+  // A preset by its id or an alias as written, or spelled otherwise ("Llama-3.1-8B") where no such file exists.
+  if (const ModelPreset* preset = find_preset_or_null(o.model);
+      preset && (preset->id == o.model || !fs::exists(p) ||
+                 std::find(preset->aliases.begin(), preset->aliases.end(), o.model) != preset->aliases.end()))
+    return as_preset(std::move(m), *preset);
   if (fs::is_directory(p)) return m.kind = "folder", from_folder(p, m);
   if (fs::is_regular_file(p) && p.extension() == ".gguf") return m.kind = "gguf", from_gguf(p, m);
   if (fs::is_regular_file(p)) {
@@ -271,9 +280,13 @@ ModelSource resolve_model_source(const ModelOptions& o) {
                       (at == std::string_view::npos ||
                        (at + 1 < id.size() && all_of_chars(id.substr(at + 1), is_revision_char))) &&
                       id.find("..") == std::string_view::npos;
-  if (!is_hub)
-    throw InputError("unknown model \"" + o.model + "\": not a preset (`gpuplan models`), a file or folder, or a "
-                     "Hugging Face id org/name[@revision]");
+  const ModelPreset* base = find_base_preset_or_null(std::string(repo_part));
+  if (!is_hub) {
+    if (base) return as_preset(std::move(m), *base, o.model + ": estimated as the built-in preset " + base->id);
+    const std::string hint = preset_suggestion(o.model);
+    throw InputError("unknown model \"" + o.model + "\"" + (hint.empty() ? "" : ": " + hint) +
+                     " (not a preset from `gpuplan models`, a file or folder, or a Hugging Face id org/name[@revision])");
+  }
   const std::string repo(repo_part);
   m.revision = at == std::string_view::npos ? "main" : std::string(id.substr(at + 1));
   std::string commit;
@@ -283,7 +296,20 @@ ModelSource resolve_model_source(const ModelOptions& o) {
     return from_folder(*snap, m);
   }
   m.kind = "hub";
-  return from_folder(hub_snapshot(repo, m.revision, HubSettings::from_environment(o.hf_token)), m);
+  const HubSettings hub = HubSettings::from_environment(o.hf_token);
+  try {
+    return from_folder(hub_snapshot(repo, m.revision, hub), m);
+  } catch (const DataError& e) {
+    // A release of a preset's model: offline, the preset answers (and the report says so); online, the Hub's
+    // error stands (gated, no such revision, unreachable), naming the preset that would answer.
+    if (!base) throw;
+    if (hub.offline)
+      return as_preset(std::move(m), *base,
+                       o.model + ": offline and not in the local cache: estimated as the built-in preset " + base->id +
+                           ", the same architecture");
+    throw DataError(std::string(e.what()) + " (the built-in preset " + base->id + " has its architecture: --model " +
+                    base->id + ")");
+  }
 }
 
 std::optional<StoredWeightBytes> ModelSource::stored_language() const {

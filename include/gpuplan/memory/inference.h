@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "../defaults.h"
 #include "../model.h"
 #include "../quant.h"
 #include "../units.h"
@@ -19,9 +20,9 @@
 namespace gpuplan {
 
 struct InferenceWorkload {
-  std::int64_t batch = 1;
-  std::int64_t prompt_len = 1024;
-  std::int64_t new_tokens = 256;
+  std::int64_t batch = defaults::batch;
+  std::int64_t prompt_len = defaults::prompt_len;
+  std::int64_t new_tokens = defaults::new_tokens;
   std::optional<std::int64_t> context;       // KV tokens per sequence to plan for (default prompt + new)
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)
   std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype

@@ -206,7 +206,13 @@ nlohmann::json infer_report(const InferOptions& o) {
       return n == w.tp ? est.memory.runs_in : estimate_inference_memory(spec, over(n)).memory.runs_in;
     };
     auto lower = [&](std::int64_t n) { return inference_memory_lower_bound(spec, over(n)); };
-    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.runs_in, per_gpu, lower, 64),
+    // The engines modelled here run on CUDA and ROCm GPUs only: vLLM's and SGLang's TPU and Neuron back ends, and
+    // llama.cpp's, are other code with other memory; PyTorch runs everywhere the catalog lists.
+    std::vector<Device> devices;
+    for (const auto& d : cat.devices)
+      if (torch_runtime(w.profile) || w.profile == Profile::none || d.vendor == "NVIDIA" || d.vendor == "AMD")
+        devices.push_back(d);
+    report["fit_table"] = fit_table_json(fit_table(devices, est.memory.runs_in, per_gpu, lower, 64),
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");
   }

@@ -106,6 +106,7 @@ struct FitRow {
   const Device* device = nullptr;
   FitVerdict single;                    // the workload as estimated
   std::optional<std::int64_t> gpus_needed;  // smallest power of two ≤ max_gpus whose per-GPU estimate fits
+  double needed_used_fraction = 0;          // that estimate's share of the usable memory, at gpus_needed GPUs
 };
 
 // Per-device fit of a workload; `per_gpu(n)` gives the per-GPU requirement when spread over n GPUs (the caller
@@ -131,6 +132,7 @@ std::vector<FitRow> fit_table(const std::vector<Device>& devices, Bytes required
       if (memo(bound[i], lower, ns[i]) > d.capacity()) continue;
       if (memo(full[i], per_gpu, ns[i]) <= d.capacity()) {
         r.gpus_needed = ns[i];
+        r.needed_used_fraction = *full[i] / d.capacity();
         break;
       }
     }

@@ -51,7 +51,9 @@ CLI::Option* add_length_option(CLI::App& cmd, const std::string& names, std::int
                                std::int64_t fallback) {
   auto to_number = [](std::string& s) {
     try {
-      s = std::to_string(parse_length(s, "\"" + s + "\": expected a whole number such as 4096, 4k or 128k"));
+      // 0 passes: some flags mean "the default" by it (--context, --chunked-prefill); the checks of each
+      // workload say which values each flag takes.
+      s = std::to_string(parse_length(s, "\"" + s + "\": expected a whole number such as 4096, 4k or 128k", 0));
       return std::string();
     } catch (const InputError& e) {
       return std::string(e.what());

@@ -233,6 +233,18 @@ ModelSource as_preset(ModelSource m, const ModelPreset& p, const std::string& no
   return m;
 }
 
+// A model read from a file whose architecture is a built-in preset's: the report names the presets, so a pasted
+// config.json (the web page) or a Hub id says which known model it is (a distilled model can share its base's).
+void note_preset_match(ModelSource& m) {
+  std::string same;
+  for (const auto& p : builtin_presets()) {
+    ModelSpec s = m.spec;
+    s.name = p.spec.name;
+    if (s == p.spec) same += (same.empty() ? "" : ", ") + p.id;
+  }
+  if (!same.empty()) m.notes.push_back("the architecture of the built-in preset " + same);
+}
+
 }  // namespace
 
 std::string hf_cache_root() {
@@ -242,7 +254,8 @@ std::string hf_cache_root() {
   return (fs::path(home && *home ? home : ".") / ".cache" / "huggingface" / "hub").string();
 }
 
-ModelSource resolve_model_source(const ModelOptions& o) {
+namespace {
+ModelSource resolve(const ModelOptions& o) {
   ModelSource m;
   if (!o.config.empty()) {
     m.kind = "config", m.ref = m.path = o.config;
@@ -310,6 +323,13 @@ ModelSource resolve_model_source(const ModelOptions& o) {
     throw DataError(std::string(e.what()) + " (the built-in preset " + base->id + " has its architecture: --model " +
                     base->id + ")");
   }
+}
+}  // namespace
+
+ModelSource resolve_model_source(const ModelOptions& o) {
+  ModelSource m = resolve(o);
+  if (m.kind != "preset" && m.kind != "params") note_preset_match(m);
+  return m;
 }
 
 std::optional<StoredWeightBytes> ModelSource::stored_language() const {

@@ -43,8 +43,8 @@ struct NameCandidate {
   std::vector<std::string> spellings;
 };
 
-// The candidates worth suggesting for `typed`, closest first, at most `limit`: those within a third of its length
-// in edits (at least one, at most three), and those it begins (≥ 3 characters: "mi300" → mi300x).
+// The candidates worth suggesting for `typed`, closest first, at most `limit`: those it begins (≥ 3 characters:
+// "mi300" → mi300x), as close as one edit, and those within a third of its length in edits (one to three).
 inline std::vector<std::string> closest_names(std::string_view typed, const std::vector<NameCandidate>& candidates,
                                               std::size_t limit = 4) {
   const std::string t = name_key(typed);
@@ -56,7 +56,7 @@ inline std::vector<std::string> closest_names(std::string_view typed, const std:
     for (const auto& s : c.spellings) {
       const std::string k = name_key(s);
       const bool begins = t.size() >= 3 && k.size() > t.size() && k.compare(0, t.size(), t) == 0;
-      best = std::min(best, begins ? within : edit_distance(t, k));
+      best = std::min(best, begins ? std::size_t{1} : edit_distance(t, k));
     }
     if (best <= within) found.emplace_back(best, c.name);
   }

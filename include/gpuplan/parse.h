@@ -173,8 +173,8 @@ inline double parse_fraction(std::string_view text) {
 }
 
 // A token length or count as people write it: a whole number, "4k" = 4,096 or "128k" = 131,072 (k and M are
-// binary, the way context lengths are named), 1 … 1e9. `expect` is the error for anything else.
-inline std::int64_t parse_length(std::string_view text, const std::string& expect) {
+// binary, the way context lengths are named), `min` … 1e9. `expect` is the error for anything else.
+inline std::int64_t parse_length(std::string_view text, const std::string& expect, std::int64_t min = 1) {
   const auto [v, suffix] = detail::number_and_suffix(text, expect);
   double mult = 0;
   if (suffix.empty()) mult = 1;
@@ -182,7 +182,8 @@ inline std::int64_t parse_length(std::string_view text, const std::string& expec
   else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024.0;
   else throw InputError(expect);
   const double r = v * mult;
-  if (!(r >= 1 && r <= 1e9) || r != std::floor(r)) throw InputError(expect + " (whole numbers from 1 to 1e9)");
+  if (!(r >= double(min) && r <= 1e9) || r != std::floor(r))
+    throw InputError(expect + " (whole numbers from " + std::to_string(min) + " to 1e9)");
   return static_cast<std::int64_t>(r);
 }
 

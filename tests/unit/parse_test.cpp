@@ -75,6 +75,7 @@ TEST_CASE("parse_length: k and M are binary, whole numbers only", "[parse]") {
   CHECK(parse_length("1M", "e") == 1048576);
   CHECK(parse_length("2048", "e") == 2048);
   CHECK(parse_length("1.5k", "e") == 1536);
+  CHECK(parse_length("0", "e", 0) == 0);
   for (const char* bad : {"0", "-4", "4x", "1.3k", "", "2e9", "k"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_length(bad, "e"), InputError);

@@ -366,6 +366,10 @@ def states(b, width):
     check(shown[:3] == ["train", "--config", "config.json"], w + "the command names --config config.json")
     expect = cli_json(["train", "--config", config_path] + shown[3:])
     check(total(b) == expect["memory"]["total_bytes"], w + "pasted config total equals the CLI's")
+    # A config of a preset's model: the page says which.
+    with open(os.path.join(os.path.dirname(config_path), "infer-gpt2-fp16-b16-s512-n64.json")) as f:
+        b.js("document.getElementById('config').value = arguments[0];", f.read())
+    check(b.estimate() == "ready" and "built-in preset gpt2" in b.text("#notes"), w + "a pasted config of a preset's model names it")
 
     # 12. Bad input: one line of error on the page, as on the command line, and nothing of the last result beside it.
     b.js("document.getElementById('config').value = '{not json';")

@@ -313,10 +313,10 @@ ModelSource resolve(const ModelOptions& o) {
   try {
     return from_folder(hub_snapshot(repo, m.revision, hub), m);
   } catch (const DataError& e) {
-    // A release of a preset's model: offline, the preset answers (and the report says so); online, the Hub's
-    // error stands (gated, no such revision, unreachable), naming the preset that would answer.
+    // A release of a preset's model: offline, the preset answers (and the report says so) unless a revision was
+    // named; online, the Hub's error stands (gated, no such revision, unreachable), naming the preset.
     if (!base) throw;
-    if (hub.offline)
+    if (hub.offline && at == std::string_view::npos)
       return as_preset(std::move(m), *base,
                        o.model + ": offline and not in the local cache: estimated as the built-in preset " + base->id +
                            ", the same architecture");

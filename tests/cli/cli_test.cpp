@@ -153,6 +153,7 @@ TEST_CASE("cli: names and sizes as people type them", "[cli][names]") {
   ::setenv("XDG_CACHE_HOME", "/nonexistent/xdg", 1);
   const auto release = run_cli({"train", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--format", "json"});
   const auto other = run_cli({"train", "--model", "nobody/never-fetched"});
+  const auto pinned = run_cli({"train", "--model", "meta-llama/Llama-3.1-8B-Instruct@v9"});  // a revision: no stand-in
   ::unsetenv("HF_HUB_OFFLINE");
   ::unsetenv("HF_HUB_CACHE");
   ::unsetenv("XDG_CACHE_HOME");
@@ -161,6 +162,8 @@ TEST_CASE("cli: names and sizes as people type them", "[cli][names]") {
   CHECK(source["kind"] == "preset");
   CHECK_THAT(source["notes"][0].get<std::string>(), Catch::Contains("offline") && Catch::Contains("llama-3.1-8b"));
   CHECK(other.code == ExitCode::data);
+  CHECK(pinned.code == ExitCode::data);
+  CHECK_THAT(pinned.err, Catch::Contains("--model llama-3.1-8b"));
   // A config.json with a preset's architecture: the report names the presets that have it.
   const auto cfg = run_cli({"train", "--config", gpuplan::test::data + "/calibration/configs/infer-gpt2-fp16-b16-s512-n64.json",
                             "--format", "json"});

@@ -1,4 +1,5 @@
 #include "app.h"
+#include "format_units.h"
 #include "model_source.h"
 #include "render.h"
 
@@ -56,6 +57,22 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   m->excludes(c);
 }
 
+CLI::Option* add_length_option(CLI::App& cmd, const std::string& names, std::int64_t& v, const std::string& help,
+                               std::int64_t fallback) {
+  auto to_number = [](std::string& s) {
+    try {
+      // 0 passes: some flags mean "the default" by it (--context, --chunked-prefill); the checks of each
+      // workload say which values each flag takes.
+      s = std::to_string(parse_length(s, "\"" + s + "\": expected a whole number such as 4096, 4k or 128k", 0));
+      return std::string();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+  };
+  return cmd.add_option(names, v, fallback > 0 ? help + " (default " + std::to_string(fallback) + ")" : help)
+      ->transform(CLI::Validator(to_number, "LENGTH"));
+}
+
 void add_limit_options(CLI::App& cmd, LimitOptions& o, bool run_limits) {
   cmd.add_option("--max-memory", o.max_memory, "Exit 1 when the per-GPU estimate (total) exceeds this (80GB, 79GiB)");
   cmd.add_flag("--require-fit", o.require_fit, "Exit 1 when the estimate does not fit on --gpu");
@@ -77,15 +94,18 @@ ExitCode emit_report(nlohmann::json& report, const LimitOptions& limits, Format 
 ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostream& err) {
   nlohmann::json limits = nlohmann::json::array();
   bool ok = true;
-  auto add = [&](const std::string& name, double limit, double value, const std::string& unit) {
+  // The message says each quantity the way the tables do (`say`); the JSON keeps the raw numbers.
+  auto add = [&](const std::string& name, double limit, double value, std::string (*say)(double)) {
     const bool pass = value <= limit;
     limits.push_back({{"name", name}, {"limit", limit}, {"value", value}, {"ok", pass}});
     if (!pass) {
       ok = false;
-      err << "gpuplan: limit " << name << " exceeded: " << value << " " << unit << " > " << limit << " " << unit << "\n";
+      err << "gpuplan: limit " << name << " exceeded: " << say(value) << " > " << say(limit) << "\n";
     }
   };
-  if (!o.max_memory.empty()) add("max_memory", parse_bytes(o.max_memory).in(unit::bytes), report["memory"]["runs_in_bytes"].get<double>(), "bytes");
+  if (!o.max_memory.empty())
+    add("max_memory", parse_bytes(o.max_memory).in(unit::bytes), report["memory"]["runs_in_bytes"].get<double>(),
+        gib_and_gb);
   if (o.require_fit) {
     if (!report.contains("fit")) throw InputError("--require-fit needs --gpu");
     const bool fits = report["fit"]["fits"].get<bool>();
@@ -99,11 +119,11 @@ ExitCode check_limits(const LimitOptions& o, nlohmann::json& report, std::ostrea
   if (o.max_cost > 0) {
     if (!report.contains("cost") || report["cost"].is_null() || !report["cost"].contains("usd"))
       throw InputError("--max-cost needs a price: --gpu with a catalog offering, or --price-per-gpu-hour");
-    add("max_cost", o.max_cost, report["cost"]["usd"].get<double>(), "USD");
+    add("max_cost", o.max_cost, report["cost"]["usd"].get<double>(), [](double usd) { return fmt::format("${:.2f}", usd); });
   }
   if (o.max_days > 0) {
     if (!report.contains("time") || report["time"].is_null()) throw InputError("--max-days needs --gpu");
-    add("max_days", o.max_days, report["time"]["days"].get<double>(), "days");
+    add("max_days", o.max_days, report["time"]["days"].get<double>(), [](double d) { return fmt::format("{:.2f} days", d); });
   }
   if (!limits.empty()) report["limits"] = limits;
   return ok ? ExitCode::ok : ExitCode::limit;
@@ -159,6 +179,42 @@ std::string version_text() {
   }
   return std::string("gpuplan 0.1.0\ncalibration: PyTorch 2.11 + transformers 5.17 on NVIDIA H200\ncatalogs:") + dates;
 }
+// For a command line CLI11 rejected: a word where `cmd` wants one of its subcommands, or a long option that no
+// subcommand on the line has, with the names closest to it ("did you mean …"); "" when there is nothing to add.
+std::string misspelt_word(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* cmd = &app;
+  std::vector<const CLI::App*> chain{cmd};
+  while (!cmd->get_subcommands().empty()) chain.push_back(cmd = cmd->get_subcommands().front());
+  const auto subs = cmd->get_subcommands([](const CLI::App*) { return true; });
+  const auto at = std::find(args.begin(), args.end(), cmd->get_name());
+  if (!subs.empty() && cmd != &app && at != args.end() && at + 1 != args.end() && (*(at + 1))[0] != '-') {
+    std::vector<NameCandidate> known;
+    for (const auto* s : subs) known.push_back({s->get_name(), {s->get_name()}});
+    const std::string hint = did_you_mean(*(at + 1), known);
+    return "unknown command \"" + *(at + 1) + "\" for gpuplan " + cmd->get_name() + (hint.empty() ? "" : ": " + hint);
+  }
+  std::vector<NameCandidate> known;
+  auto has = [&](const std::string& name) {
+    for (const auto* c : chain)
+      for (const auto* o : c->get_options())
+        for (const auto& l : o->get_lnames())
+          if (l == name) return true;
+    return false;
+  };
+  for (const auto* c : chain)
+    for (const auto* o : c->get_options())
+      for (const auto& l : o->get_lnames()) known.push_back({"--" + l, {l}});
+  for (const auto& a : args) {
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    const std::string name = a.substr(2, a.find('=') - 2);
+    if (has(name)) continue;
+    const std::string hint = did_you_mean(name, known);
+    return "unknown option \"--" + name + "\" for gpuplan" +
+           (cmd == &app ? std::string() : " " + cmd->get_name()) + (hint.empty() ? "" : ": " + hint);
+  }
+  return "";
+}
+
 }  // namespace
 
 ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -198,7 +254,16 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   // or error listing them is only printed without one, or for an unknown word, where all are set up.
   static constexpr std::array<std::string_view, 11> names{"train", "infer", "models", "hardware", "prices", "scale",
                                                           "plan", "sweep", "check", "schema", "generate"};
-  const bool one = chosen != "generate" && std::find(names.begin(), names.end(), chosen) != names.end();
+  const bool known = std::find(names.begin(), names.end(), chosen) != names.end();
+  if (!chosen.empty() && !known) {
+    std::vector<NameCandidate> commands;
+    for (const auto name : names) commands.push_back({std::string(name), {std::string(name)}});
+    const std::string hint = did_you_mean(chosen, commands);
+    err << "gpuplan: unknown command \"" << chosen << "\"" << (hint.empty() ? "" : ": " + hint)
+        << " (gpuplan --help lists them)\n";
+    return ExitCode::usage;
+  }
+  const bool one = chosen != "generate" && known;
   const auto wanted = [&](const char* name) { return !one || chosen == name; };
   const auto full = [&](const char* name) { return chosen == name || chosen == "generate"; };
   if (wanted("train")) setup_train(app, train, full("train"));
@@ -217,6 +282,10 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
+    if (const std::string word = misspelt_word(app, args); !word.empty() && e.get_exit_code() != 0) {
+      err << "gpuplan: " << word << "\n";
+      return ExitCode::usage;
+    }
     const int code = app.exit(e, out, err);
     return code == 0 ? ExitCode::ok : ExitCode::usage;
   }

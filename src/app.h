@@ -163,7 +163,7 @@ struct PlanOptions {
   PlanCommon train_common, infer_common;
   struct {
     std::string tokens;
-    std::int64_t seq = 4096;
+    std::int64_t seq = defaults::seq;
     std::string global_batch = "4M";
     std::string precision = "bf16";
     std::string optimizer = "adamw";
@@ -173,8 +173,8 @@ struct PlanOptions {
     double network_gbps = 0;
   } train;
   struct {
-    std::int64_t prompt_len = 2048;
-    std::int64_t new_tokens = 512;
+    std::int64_t prompt_len = defaults::prompt_len;
+    std::int64_t new_tokens = defaults::new_tokens;
     double concurrency = 0;
     double tokens_per_second = 0;
   std::string engine_version;  // vLLM release (default: the newest modelled)
@@ -233,6 +233,10 @@ struct ModelsOptions {
 };
 
 void add_model_options(CLI::App& cmd, ModelOptions& o);
+// A token length or count flag that takes what people write ("4k", "128k": parse_length), its help ending in
+// "(default N)" when `fallback` is given (the defaults.h value the option starts from).
+CLI::Option* add_length_option(CLI::App& cmd, const std::string& names, std::int64_t& v, const std::string& help,
+                               std::int64_t fallback = 0);
 ModelSpec resolve_model(const ModelOptions& o);
 Format parse_format(const std::string& s);
 

@@ -21,10 +21,10 @@ void setup_infer(CLI::App& app, InferOptions& o, bool with_options) {
 void add_infer_options(CLI::App& cmd, InferOptions& o) {
   add_model_options(cmd, o.model);
   auto& w = o.workload;
-  cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default 1)");
-  cmd.add_option("--prompt-len", w.prompt_len, "Prompt tokens per sequence (default 1024)");
-  cmd.add_option("--new-tokens", w.new_tokens, "Generated tokens per sequence (default 256)");
-  cmd.add_option("--context,--max-model-len,--n-ctx,--ctx-size,--num-ctx", o.context,
+  cmd.add_option("--batch,--concurrency", w.batch, "Concurrent sequences (default " + std::to_string(defaults::batch) + ")");
+  add_length_option(cmd, "--prompt-len", w.prompt_len, "Prompt tokens per sequence (1024, 1k)", defaults::prompt_len);
+  add_length_option(cmd, "--new-tokens", w.new_tokens, "Generated tokens per sequence", defaults::new_tokens);
+  add_length_option(cmd, "--context,--max-model-len,--n-ctx,--ctx-size,--num-ctx", o.context,
                  "KV tokens per sequence to plan for (default prompt + new tokens; vLLM: max_model_len, default the "
                  "model's; llama.cpp: -c, the total over --parallel; Ollama: num_ctx per request, default by GPU memory)");
   cmd.add_option("--precision", o.precision, "Activations (and default weights): bf16 (default) | fp16 | fp32");
@@ -39,9 +39,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--engine-version", o.engine_version,
                  "The engine release whose defaults and arithmetic to follow: X.Y[.Z] for vLLM (0.2 on), SGLang (0.4 on) "
                  "and Ollama; a build (b4343 on) for llama.cpp (default: the newest modelled)");
-  cmd.add_option("--chunked-prefill,--max-num-batched-tokens", o.chunked_prefill,
-                 "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default by release and GPU: 8192 on ≥70 GiB "
-                 "GPUs but A100, else 2048; V0: the whole max_model_len)");
+  add_length_option(cmd, "--chunked-prefill,--max-num-batched-tokens", o.chunked_prefill,
+                    "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default by release and GPU: 8192 on ≥70 GiB "
+                    "GPUs but A100, else 2048; V0: the whole max_model_len)");
   cmd.add_option("--mem-fraction-static", w.sglang.mem_fraction_static,
                  "SGLang: share of the free memory for weights + token pool (default: its release's, for the GPU and TP)");
   cmd.add_option("--max-running-requests", w.sglang.max_running_requests,
@@ -52,7 +52,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
                "vLLM: experts whole on each rank instead of sliced over --tp");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
-  cmd.add_option("--ubatch", w.llama_cpp.n_ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
+  add_length_option(cmd, "--ubatch", w.llama_cpp.n_ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
                  "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
   cmd.add_option("--parallel,--num-parallel", w.llama_cpp.n_parallel,
@@ -256,7 +256,13 @@ nlohmann::json infer_report(const InferOptions& o) {
     auto lower = [&](std::int64_t n) {
       return serving_tp_problem(spec, w, n) ? never : inference_memory_lower_bound(spec, over(n));
     };
-    report["fit_table"] = fit_table_json(fit_table(cat.devices, est.memory.runs_in, per_gpu, lower, 64),
+    // The engines modelled here run on CUDA and ROCm GPUs only: vLLM's and SGLang's TPU and Neuron back ends, and
+    // llama.cpp's, are other code with other memory; PyTorch runs everywhere the catalog lists.
+    std::vector<Device> devices;
+    for (const auto& d : cat.devices)
+      if (torch_runtime(w.profile) || w.profile == Profile::none || d.vendor == "NVIDIA" || d.vendor == "AMD")
+        devices.push_back(d);
+    report["fit_table"] = fit_table_json(fit_table(devices, est.memory.runs_in, per_gpu, lower, 64),
                                          "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
                                          "estimate fits in the device's usable memory");
   }

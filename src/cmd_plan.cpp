@@ -57,7 +57,7 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   add_common(*t, o.train_common);
   auto& tr = o.train;
   t->add_option("--tokens", tr.tokens, "Training tokens (default ≈ 20 per parameter, Hoffmann et al. 2022)");
-  t->add_option("--seq", tr.seq, "Sequence length (default 4096)");
+  add_length_option(*t, "--seq", tr.seq, "Sequence length in tokens (4096, 4k)", defaults::seq);
   t->add_option("--global-batch", tr.global_batch, "Tokens per optimizer step (default 4M)");
   t->add_option("--precision", tr.precision, "bf16 (default) | fp16 | fp8 | amp-bf16 | pure-bf16 | fp32 | ...");
   t->add_option("--optimizer", tr.optimizer, "adamw (default) | adamw-fused | sgd | ...");
@@ -71,8 +71,8 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
             "  gpuplan plan infer --model qwen2.5-72b --concurrency 16 --objective time --format json");
   add_common(*i, o.infer_common);
   auto& in = o.infer;
-  i->add_option("--prompt-len", in.prompt_len, "Prompt tokens per request (default 2048)");
-  i->add_option("--new-tokens", in.new_tokens, "Generated tokens per request (default 512)");
+  add_length_option(*i, "--prompt-len", in.prompt_len, "Prompt tokens per request (1024, 1k)", defaults::prompt_len);
+  add_length_option(*i, "--new-tokens", in.new_tokens, "Generated tokens per request", defaults::new_tokens);
   i->add_option("--concurrency", in.concurrency, "Requests served at once");
   i->add_option("--tokens-per-second", in.tokens_per_second, "Aggregate output tokens per second");
   i->add_option("--latency", in.latency, "Time per output token, at most (50ms)");

@@ -22,8 +22,8 @@ void setup_train(CLI::App& app, TrainOptions& o, bool with_options) {
 void add_train_options(CLI::App& cmd, TrainOptions& o) {
   add_model_options(cmd, o.model);
   auto& w = o.workload;
-  cmd.add_option("--batch", w.batch, "Micro-batch per GPU (default 1)");
-  cmd.add_option("--seq", w.seq, "Sequence length in tokens (default 2048)");
+  cmd.add_option("--batch", w.batch, "Micro-batch per GPU (default " + std::to_string(defaults::batch) + ")");
+  add_length_option(cmd, "--seq", w.seq, "Sequence length in tokens (4096, 4k)", defaults::seq);
   cmd.add_option("--grad-accum", w.grad_accum, "Gradient-accumulation steps (default 1)");
   cmd.add_option("--precision", o.precision,
                   "fp32 | bf16 | fp16 (16-bit weights, fp32 master + moments) | amp-bf16 | amp-fp16 (fp32 weights, "

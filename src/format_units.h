@@ -19,6 +19,8 @@ inline std::string grouped(std::int64_t v) {
 
 // Binary units, as nvidia-smi and PyTorch report memory.
 inline std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+// Both, for a message comparing a size with one the user typed in either unit: "34.49 GiB (37.04 GB)".
+inline std::string gib_and_gb(double bytes) { return gib(bytes) + fmt::format(" ({:.2f} GB)", bytes / 1e9); }
 
 // 8.03e9 → "8.03B"
 inline std::string short_count(double v) {

@@ -312,6 +312,27 @@ std::optional<fs::path> cached_snapshot(const std::string& repo, const std::stri
   return snap;
 }
 
+// A preset's model; `note`, when given, says why a name that is not the preset's resolved to it.
+ModelSource as_preset(ModelSource m, const ModelPreset& p, const std::string& note = "") {
+  m.kind = "preset";
+  m.spec = p.spec;
+  m.revision.clear();
+  if (!note.empty()) m.notes.push_back(note + " (" + p.name + ")");
+  return m;
+}
+
+// A model read from a file whose architecture is a built-in preset's: the report names the presets, so a pasted
+// config.json (the web page) or a Hub id says which known model it is (a distilled model can share its base's).
+void note_preset_match(ModelSource& m) {
+  std::string same;
+  for (const auto& p : builtin_presets()) {
+    ModelSpec s = m.spec;
+    s.name = p.spec.name;
+    if (s == p.spec) same += (same.empty() ? "" : ", ") + p.id;
+  }
+  if (!same.empty()) m.notes.push_back("the architecture of the built-in preset " + same);
+}
+
 }  // namespace
 
 std::string hf_cache_root() {
@@ -321,7 +342,8 @@ std::string hf_cache_root() {
   return (fs::path(home && *home ? home : ".") / ".cache" / "huggingface" / "hub").string();
 }
 
-ModelSource resolve_model_source(const ModelOptions& o) {
+namespace {
+ModelSource resolve(const ModelOptions& o) {
   ModelSource m;
   if (!o.config.empty()) {
     m.kind = "config", m.ref = m.path = o.config;
@@ -337,13 +359,13 @@ ModelSource resolve_model_source(const ModelOptions& o) {
   }
   if (o.model.empty()) throw InputError("name the model with --params, --model or --config");
   m.ref = o.model;
-  if (const ModelPreset* p = find_preset_or_null(o.model)) {
-    m.kind = "preset";
-    m.spec = p->spec;
-    return m;
-  }
   const fs::path p(o.model);
   const fs::file_type k = kind_of(p);
+  // A preset by its id or an alias as written, or spelled otherwise ("Llama-3.1-8B") where no such file exists.
+  if (const ModelPreset* preset = find_preset_or_null(o.model);
+      preset && (preset->id == o.model || k == fs::file_type::not_found ||
+                 std::find(preset->aliases.begin(), preset->aliases.end(), o.model) != preset->aliases.end()))
+    return as_preset(std::move(m), *preset);
   if (k == fs::file_type::directory) return m.kind = "folder", from_folder(p, m);
   if (k == fs::file_type::regular && p.extension() == ".gguf") return m.kind = "gguf", from_gguf(p, m);
   if (k == fs::file_type::regular) {
@@ -358,9 +380,13 @@ ModelSource resolve_model_source(const ModelOptions& o) {
   const bool is_hub = slash != std::string_view::npos && slash < repo_part.size() &&
                       hub_name(repo_part.substr(0, slash)) && hub_name(repo_part.substr(slash + 1)) &&
                       (at == std::string_view::npos || revision_name(id.substr(at + 1)));
-  if (!is_hub)
-    throw InputError("unknown model \"" + printable(o.model, 256) + "\": not a preset (`gpuplan models`), a file or "
-                     "folder, or a Hugging Face id org/name[@revision]");
+  const ModelPreset* base = find_base_preset_or_null(std::string(repo_part));
+  if (!is_hub) {
+    if (base) return as_preset(std::move(m), *base, o.model + ": estimated as the built-in preset " + base->id);
+    const std::string hint = preset_suggestion(o.model);
+    throw InputError("unknown model \"" + printable(o.model, 256) + "\"" + (hint.empty() ? "" : ": " + hint) +
+                     " (not a preset from `gpuplan models`, a file or folder, or a Hugging Face id org/name[@revision])");
+  }
   const std::string repo(repo_part);
   m.revision = at == std::string_view::npos ? "main" : std::string(id.substr(at + 1));
   std::string commit;
@@ -374,7 +400,26 @@ ModelSource resolve_model_source(const ModelOptions& o) {
   HubSettings hub = HubSettings::from_environment(o.hf_token);
   if (o.hub_timeout > 0) hub.timeout_s = o.hub_timeout;
   hub.refresh = o.refresh;
-  return from_folder(hub_snapshot(repo, m.revision, hub), m);
+  try {
+    return from_folder(hub_snapshot(repo, m.revision, hub), m);
+  } catch (const DataError& e) {
+    // A release of a preset's model: offline, the preset answers (and the report says so) unless a revision was
+    // named; online, the Hub's error stands (gated, no such revision, unreachable), naming the preset.
+    if (!base) throw;
+    if (hub.offline && at == std::string_view::npos)
+      return as_preset(std::move(m), *base,
+                       o.model + ": offline and not in the local cache: estimated as the built-in preset " + base->id +
+                           ", the same architecture");
+    throw DataError(std::string(e.what()) + " (the built-in preset " + base->id + " has its architecture: --model " +
+                    base->id + ")");
+  }
+}
+}  // namespace
+
+ModelSource resolve_model_source(const ModelOptions& o) {
+  ModelSource m = resolve(o);
+  if (m.kind != "preset" && m.kind != "params") note_preset_match(m);
+  return m;
 }
 
 std::optional<StoredWeightBytes> ModelSource::stored_language() const {

@@ -13,8 +13,13 @@
 namespace gpuplan::cli {
 
 // No Hub from the page: a browser cannot send the Hub's range requests across origins without its CORS consent,
-// and a token must not sit in a page. Presets and pasted configs cover the rest.
-HubSettings HubSettings::from_environment(const std::string&) { return {}; }
+// and a token must not sit in a page. Presets and pasted configs cover the rest: the page is offline, so a Hub id
+// of a preset's model is estimated with the preset (model_source.cpp says so in the report).
+HubSettings HubSettings::from_environment(const std::string&) {
+  HubSettings s;
+  s.offline = true;
+  return s;
+}
 std::string hub_snapshot(const std::string& repo, const std::string&, const HubSettings&) {
   throw DataError("the page cannot fetch " + repo + " from the Hugging Face Hub: paste or drop its config.json");
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gpuplan/builtin_tables.h>
@@ -14,6 +15,7 @@
 #include "error.h"
 #include "model.h"
 #include "model_presets.h"
+#include "names.h"
 #include "tables.h"
 #include "units.h"
 
@@ -47,16 +49,70 @@ inline const std::vector<ModelPreset>& builtin_presets() {
   return presets;
 }
 
-// One preset by id or alias.
+// One preset by id or alias, ignoring case and punctuation ("Llama-3.1-8B", "llama3.1:8b").
 inline const ModelPreset* find_preset_or_null(const std::string& name) {
+  const std::string k = name_key(name);
+  auto same = [&](const std::string& x) { return name_key(x) == k; };
   for (const auto& p : builtin_presets())
-    if (p.id == name || std::find(p.aliases.begin(), p.aliases.end(), name) != p.aliases.end()) return &p;
+    if (same(p.id) || std::any_of(p.aliases.begin(), p.aliases.end(), same)) return &p;
   return nullptr;
+}
+
+namespace detail {
+// The Hub repository a preset's config came from: "https://huggingface.co/ORG/NAME/blob/..." → "ORG/NAME".
+inline std::string preset_repo(const ModelPreset& p) {
+  constexpr std::string_view hub = "https://huggingface.co/";
+  if (p.source.rfind(hub, 0) != 0) return "";
+  const std::string rest = p.source.substr(hub.size());
+  const std::size_t org = rest.find('/');
+  return org == std::string::npos ? "" : rest.substr(0, rest.find('/', org + 1));
+}
+
+// A model's name without the release's variant words at its end, which keep the base model's architecture
+// ("Llama-3.1-8B-Instruct", "gemma-3-4b-it", "Llama-2-7b-hf") and without its Hub organisation: a name key.
+inline std::string base_model_key(std::string_view name) {
+  if (const std::size_t slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  static constexpr std::string_view variants[] = {"instruct", "it", "hf", "chat", "base", "pt"};
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    const std::size_t cut = name.find_last_of("-_ :");
+    if (cut == std::string_view::npos) break;
+    std::string word = name_key(name.substr(cut + 1));
+    for (auto v : variants)
+      if (word == v) name = name.substr(0, cut), stripped = true;
+  }
+  return name_key(name);
+}
+}  // namespace detail
+
+// The preset whose architecture a named release shares: its id, an alias or the Hub repository its config came
+// from, once the organisation and the variant words are set aside ("meta-llama/Llama-3.1-8B-Instruct" →
+// llama-3.1-8b). Used where the release's own config cannot be read, and said so.
+inline const ModelPreset* find_base_preset_or_null(const std::string& name) {
+  const std::string k = detail::base_model_key(name);
+  if (k.empty()) return nullptr;
+  auto same = [&](const std::string& x) { return detail::base_model_key(x) == k; };
+  for (const auto& p : builtin_presets())
+    if (same(p.id) || std::any_of(p.aliases.begin(), p.aliases.end(), same) || same(detail::preset_repo(p)))
+      return &p;
+  return nullptr;
+}
+
+// "did you mean …" over the presets' ids and aliases, or "".
+inline std::string preset_suggestion(const std::string& name) {
+  std::vector<NameCandidate> known;
+  for (const auto& p : builtin_presets()) {
+    known.push_back({p.id, p.aliases});
+    known.back().spellings.push_back(p.id);
+  }
+  return did_you_mean(name, known);
 }
 
 inline const ModelPreset& find_preset(const std::string& name) {
   if (const ModelPreset* p = find_preset_or_null(name)) return *p;
-  throw InputError("unknown model \"" + name + "\" (see `gpuplan models` for the built-in presets)");
+  const std::string hint = preset_suggestion(name);
+  throw InputError("unknown model \"" + name + "\"" + (hint.empty() ? "" : ": " + hint) +
+                   " (see `gpuplan models` for the built-in presets)");
 }
 
 // --params N names a model by its size. At the sizes where one model is the standard, its shape is used, so the

@@ -20,15 +20,27 @@ struct Catalog {
   std::vector<Offering> offerings;
   std::vector<std::string> dates;  // as_of of each file, for --version and reports
 
-  // By id or alias, ignoring case.
+  // By id, alias or name, ignoring case and punctuation; a vendor's name before it is optional ("NVIDIA H100").
   const Device* find(const std::string& name) const {
     for (const auto& d : devices)
       if (d.named(name)) return &d;
+    const std::string k = name_key(name);
+    for (const auto& d : devices)
+      if (const std::string v = name_key(d.vendor); !v.empty() && k.size() > v.size() && k.compare(0, v.size(), v) == 0 &&
+                                                     d.named(k.substr(v.size())))
+        return &d;
     return nullptr;
   }
   const Device& get(const std::string& name) const {
     if (const Device* d = find(name)) return *d;
-    throw InputError("unknown accelerator \"" + name + "\" (see `gpuplan hardware list`)");
+    std::vector<NameCandidate> known;
+    for (const auto& d : devices) {
+      known.push_back({d.id, d.aliases});
+      known.back().spellings.push_back(d.id);
+    }
+    const std::string hint = did_you_mean(name, known);
+    throw InputError("unknown accelerator \"" + name + "\"" + (hint.empty() ? "" : ": " + hint) +
+                     " (see `gpuplan hardware list`)");
   }
   bool operator==(const Catalog&) const = default;
 };

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "error.h"
+#include "names.h"
 
 namespace gpuplan {
 
@@ -26,12 +27,19 @@ std::string choices_of(std::span<const Spelling<E>> table) {
   return s;
 }
 
+// The spelling as written, else ignoring case and punctuation ("vLLM", "llamacpp"); else an error naming the
+// closest spellings and all of them.
 template <class E>
 E parse_enum(std::span<const Spelling<E>> table, std::string_view text, std::string_view what) {
   for (const auto& e : table)
     if (e.name == text) return e.value;
-  throw InputError("unknown " + std::string(what) + " \"" + std::string(text) + "\" (expected: " +
-                   choices_of(table) + ")");
+  for (const auto& e : table)
+    if (same_name(e.name, text) && !name_key(text).empty()) return e.value;
+  std::vector<NameCandidate> known;
+  for (const auto& e : table) known.push_back({std::string(e.name), {std::string(e.name)}});
+  const std::string hint = did_you_mean(text, known);
+  throw InputError("unknown " + std::string(what) + " \"" + std::string(text) + "\"" + (hint.empty() ? "" : ": " + hint) +
+                   " (expected: " + choices_of(table) + ")");
 }
 
 template <class E>

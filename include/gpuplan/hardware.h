@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "names.h"
 #include "units.h"
 
 namespace gpuplan {
@@ -53,15 +54,11 @@ struct Device {
   Bytes capacity() const { return usable_memory ? *usable_memory : memory; }
   // What cudaMemGetInfo calls the total: measured where known, else the driver's total.
   Bytes cuda_total() const { return cuda_total_memory ? *cuda_total_memory : capacity(); }
-  // Whether `name` is its id or one of its aliases, ignoring ASCII case.
-  bool named(const std::string& name) const {
-    auto same = [&](const std::string& x) {
-      return x.size() == name.size() && std::equal(x.begin(), x.end(), name.begin(), [](char a, char b) {
-               auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
-               return lower(a) == lower(b);
-             });
-    };
-    return same(id) || std::any_of(aliases.begin(), aliases.end(), same);
+  // Whether `name` is its id, one of its aliases or its name, ignoring case and punctuation ("H100 SXM", "rtx4090").
+  bool named(const std::string& typed) const {
+    const std::string k = name_key(typed);
+    auto same = [&](const std::string& x) { return name_key(x) == k; };
+    return same(id) || same(name) || std::any_of(aliases.begin(), aliases.end(), same);
   }
   bool operator==(const Device&) const = default;
 };
@@ -109,6 +106,7 @@ struct FitRow {
   const Device* device = nullptr;
   FitVerdict single;                    // the workload as estimated
   std::optional<std::int64_t> gpus_needed;  // smallest power of two ≤ max_gpus whose per-GPU estimate fits
+  double needed_used_fraction = 0;          // that estimate's share of the usable memory, at gpus_needed GPUs
 };
 
 // Per-device fit of a workload; `per_gpu(n)` gives the per-GPU requirement when spread over n GPUs (the caller
@@ -134,6 +132,7 @@ std::vector<FitRow> fit_table(const std::vector<Device>& devices, Bytes required
       if (memo(bound[i], lower, ns[i]) > d.capacity()) continue;
       if (memo(full[i], per_gpu, ns[i]) <= d.capacity()) {
         r.gpus_needed = ns[i];
+        r.needed_used_fraction = *full[i] / d.capacity();
         break;
       }
     }

@@ -184,6 +184,21 @@ inline double parse_fraction(std::string_view text) {
   return v;
 }
 
+// A token length or count as people write it: a whole number, "4k" = 4,096 or "128k" = 131,072 (k and M are
+// binary, the way context lengths are named), `min` … 1e9. `expect` is the error for anything else.
+inline std::int64_t parse_length(std::string_view text, const std::string& expect, std::int64_t min = 1) {
+  const auto [v, suffix] = detail::number_and_suffix(text, expect);
+  double mult = 0;
+  if (suffix.empty()) mult = 1;
+  else if (suffix == "k" || suffix == "K") mult = 1024;
+  else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024.0;
+  else throw InputError(expect);
+  const double r = v * mult;
+  if (!(r >= double(min) && r <= 1e9) || r != std::floor(r))
+    throw InputError(expect + " (whole numbers from " + std::to_string(min) + " to 1e9)");
+  return static_cast<std::int64_t>(r);
+}
+
 // The values of a swept flag (gpuplan sweep): a comma-separated list of items, each a whole number ("8", "4k"),
 // a doubling range "A..B" (A, 2A, 4A, … and B itself when the doubling skips it) or a stepped range "A..B+S"
 // (A, A+S, … ≤ B). k and M are binary (4k = 4,096; 128k = 131,072, the way context lengths are named).
@@ -193,17 +208,7 @@ inline constexpr std::size_t max_sweep_points = 256;  // a chart stays readable,
 inline std::vector<std::int64_t> parse_sweep(std::string_view text, const std::string& flag) {
   const std::string expect = flag + " \"" + std::string(text) +
                              "\": expected values such as 8, 1k,2k,4k, 1..64 (doubling) or 512..4k+512 (stepped)";
-  auto whole = [&](std::string_view t) {
-    const auto [v, suffix] = detail::number_and_suffix(t, expect);
-    double mult = 0;
-    if (suffix.empty()) mult = 1;
-    else if (suffix == "k" || suffix == "K") mult = 1024;
-    else if (suffix == "M" || suffix == "m") mult = 1024.0 * 1024.0;
-    else throw InputError(expect);
-    const double r = v * mult;
-    if (!(r >= 1 && r <= 1e9) || r != std::floor(r)) throw InputError(expect + " (whole numbers from 1 to 1e9)");
-    return static_cast<std::int64_t>(r);
-  };
+  auto whole = [&](std::string_view t) { return parse_length(t, expect); };
   std::vector<std::int64_t> values;
   auto add = [&](std::int64_t v) {
     if (values.size() >= max_sweep_points * 4) throw InputError(flag + ": more than " +

@@ -529,8 +529,8 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
 // Serving plan: vLLM on each accelerator, tp GPUs per replica, as many replicas as the target needs
 
 struct ServingPlanRequest {
-  std::int64_t prompt_len = 2048;
-  std::int64_t new_tokens = 512;
+  std::int64_t prompt_len = defaults::prompt_len;
+  std::int64_t new_tokens = defaults::new_tokens;
   Precision precision = Precision::bf16;
   std::optional<double> concurrency;        // sequences served at once
   std::optional<double> tokens_per_second;  // aggregate output tokens per second

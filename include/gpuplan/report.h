@@ -252,7 +252,10 @@ inline nlohmann::json fit_table_json(const std::vector<FitRow>& rows, const std:
                  {"capacity_bytes", r.single.capacity.in(unit::bytes)},
                  {"fits", r.single.fits},
                  {"used_fraction", r.single.used_fraction},
-                 {"gpus_needed", r.gpus_needed ? nlohmann::json(*r.gpus_needed) : nlohmann::json(nullptr)}});
+                 {"gpus_needed", r.gpus_needed ? nlohmann::json(*r.gpus_needed) : nlohmann::json(nullptr)},
+                 // The share at gpus_needed, so a table showing both shows one layout (used_fraction: as given).
+                 {"used_fraction_at_gpus_needed",
+                  r.gpus_needed ? nlohmann::json(r.needed_used_fraction) : nlohmann::json(nullptr)}});
   return {{"gpus_needed_means", how}, {"devices", a}};
 }
 

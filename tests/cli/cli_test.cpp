@@ -1,6 +1,7 @@
 // The CLI in-process: cli::run() on argument vectors (cli_run.h), its exit status, stdout and stderr.
 #include "../test_support.h"
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <functional>
 #include <sstream>
@@ -121,6 +122,14 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k,8k", "--gpu", "l4", "--gpu-memory", "12GB"},
        ExitCode::usage, "without --gpu"},
       {{"frobnicate"}, ExitCode::usage, ""},
+      // Names people mistype get the close ones.
+      {{"trian", "--params", "7B"}, ExitCode::usage, "did you mean train?"},
+      {{"plan", "trian", "--params", "7B"}, ExitCode::usage, "did you mean train?"},
+      {{"train", "--params", "7B", "--sqe", "4096"}, ExitCode::usage, "did you mean --seq?"},
+      {{"train", "--model", "llama-3.1-8", "--seq", "4k"}, ExitCode::usage, "did you mean llama-3.1-8b"},
+      {{"train", "--params", "7B", "--gpu", "rtx-4080"}, ExitCode::usage, "rtx-4090"},
+      {{"infer", "--params", "7B", "--profile", "vlm"}, ExitCode::usage, "did you mean vllm?"},
+      {{"train", "--params", "7B", "--seq", "4x"}, ExitCode::usage, "4k"},
   };
   for (const auto& c : cases) {
     std::string joined;
@@ -131,6 +140,62 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
     CHECK_THAT(r.err, Catch::Contains(c.err));
     CHECK(r.out.empty());
   }
+}
+
+TEST_CASE("cli: names and sizes as people type them", "[cli][names]") {
+  // Any spelling of a preset and a GPU, a length in k: the same report as the ids and the number.
+  const auto typed = run_cli({"train", "--model", "Llama-3.1-8B", "--seq", "4k", "--gpu", "H100 SXM", "--format", "json"});
+  const auto ids = run_cli({"train", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "h100-sxm", "--format", "json"});
+  REQUIRE(typed.code == ids.code);
+  auto j = nlohmann::json::parse(typed.out);
+  CHECK(j["model"]["source"]["ref"] == "Llama-3.1-8B");  // what was typed; all else as for the ids
+  j["model"]["source"]["ref"] = "llama-3.1-8b";
+  CHECK(j == nlohmann::json::parse(ids.out));
+  CHECK(j["workload"]["seq"] == 4096);
+  CHECK(j["fit"]["gpu"] == "h100-sxm");
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--gpu", "rtx4090", "--profile", "vLLM"}).code == ExitCode::ok);
+  // A release of a preset's model, offline and not cached: the preset, and the report says so.
+  ::setenv("HF_HUB_OFFLINE", "1", 1);
+  ::setenv("HF_HUB_CACHE", "/nonexistent/hf", 1);
+  ::setenv("XDG_CACHE_HOME", "/nonexistent/xdg", 1);
+  const auto release = run_cli({"train", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--format", "json"});
+  const auto other = run_cli({"train", "--model", "nobody/never-fetched"});
+  const auto pinned = run_cli({"train", "--model", "meta-llama/Llama-3.1-8B-Instruct@v9"});  // a revision: no stand-in
+  ::unsetenv("HF_HUB_OFFLINE");
+  ::unsetenv("HF_HUB_CACHE");
+  ::unsetenv("XDG_CACHE_HOME");
+  REQUIRE(release.code == ExitCode::ok);
+  const auto source = nlohmann::json::parse(release.out)["model"]["source"];
+  CHECK(source["kind"] == "preset");
+  CHECK_THAT(source["notes"][0].get<std::string>(), Catch::Contains("offline") && Catch::Contains("llama-3.1-8b"));
+  CHECK(other.code == ExitCode::data);
+  CHECK(pinned.code == ExitCode::data);
+  CHECK_THAT(pinned.err, Catch::Contains("--model llama-3.1-8b"));
+  // A config.json with a preset's architecture: the report names the presets that have it.
+  const auto cfg = run_cli({"train", "--config", gpuplan::test::data + "/calibration/configs/infer-gpt2-fp16-b16-s512-n64.json",
+                            "--format", "json"});
+  REQUIRE(cfg.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(cfg.out)["model"]["source"]["notes"][0] == "the architecture of the built-in preset gpt2");
+}
+
+TEST_CASE("cli: every command starts from the same workload", "[cli][defaults]") {
+  const auto train = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--format", "json"}).out);
+  CHECK(train["workload"]["seq"] == gpuplan::defaults::seq);
+  const auto infer = nlohmann::json::parse(run_cli({"infer", "--model", "llama-3.1-8b", "--format", "json"}).out);
+  CHECK(infer["workload"]["prompt_len"] == gpuplan::defaults::prompt_len);
+  CHECK(infer["workload"]["new_tokens"] == gpuplan::defaults::new_tokens);
+  const auto plan = run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "8", "--gpu", "h100-sxm",
+                             "--format", "json"});
+  REQUIRE(plan.code == ExitCode::ok);
+  const auto req = nlohmann::json::parse(plan.out)["request"];
+  CHECK(req["prompt_len"] == gpuplan::defaults::prompt_len);
+  CHECK(req["new_tokens"] == gpuplan::defaults::new_tokens);
+}
+
+TEST_CASE("cli: a broken --max-memory says both sizes in GiB and GB", "[cli]") {
+  const auto r = run_cli({"train", "--model", "llama-3.1-8b", "--max-memory", "24GB", "--quiet"});
+  CHECK(r.code == ExitCode::limit);
+  CHECK_THAT(r.err, Catch::Contains("GiB (") && Catch::Contains("22.35 GiB (24.00 GB)") && !Catch::Contains("e+"));
 }
 
 TEST_CASE("cli: hardware list --format json has the documented fields", "[cli][catalog]") {

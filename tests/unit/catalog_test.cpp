@@ -212,3 +212,28 @@ TEST_CASE("builtin tables: truncated or padded bytes are a DataError", "[catalog
   CHECK_THROWS_AS(tables::read<std::string>(reinterpret_cast<const unsigned char*>(huge.data()), huge.size()),
                   DataError);
 }
+
+TEST_CASE("Catalog::find: names as people type them, each naming one device", "[catalog][names]") {
+  const Catalog& c = builtin_catalog();
+  for (const auto& [typed, id] : std::vector<std::pair<std::string, std::string>>{
+           {"rtx4090", "rtx-4090"}, {"H100 SXM", "h100-sxm"}, {"NVIDIA H100", "h100-sxm"}, {"h100_pcie", "h100-pcie"},
+           {"GeForce RTX 4090", "rtx-4090"}, {"MI300X", "mi300x"}, {"A100 80GB SXM", "a100-80gb-sxm"}}) {
+    INFO(typed);
+    const Device* d = c.find(typed);
+    REQUIRE(d != nullptr);
+    CHECK(d->id == id);
+  }
+  // No spelling of one device is another's: each id, alias and name finds its own device.
+  for (const auto& d : c.devices) {
+    std::vector<std::string> spellings = d.aliases;
+    spellings.push_back(d.id);
+    spellings.push_back(d.name);
+    for (const auto& s : spellings) {
+      INFO(d.id << " as " << s);
+      CHECK(c.find(s)->id == d.id);
+    }
+  }
+  CHECK(c.find("h100-sxm6") == nullptr);
+  CHECK_THROWS_WITH(c.get("rtx-4080"), Catch::Contains("did you mean") && Catch::Contains("rtx-4090"));
+  CHECK_THROWS_WITH(c.get("zzzz"), !Catch::Contains("did you mean") && Catch::Contains("gpuplan hardware list"));
+}

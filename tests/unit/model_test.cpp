@@ -171,3 +171,25 @@ TEST_CASE("find_preset: every preset by its id and each alias, as in the full li
   CHECK(find_preset_or_null("llama-9") == nullptr);
   CHECK(find_preset_or_null("models") == nullptr);  // a word in every file, but no preset's name
 }
+
+TEST_CASE("presets: names as people type them and releases of a preset's model", "[model][names]") {
+  REQUIRE(find_preset_or_null("Llama-3.1-8B") != nullptr);
+  CHECK(find_preset_or_null("Llama-3.1-8B")->id == "llama-3.1-8b");
+  CHECK(find_preset_or_null("llama3.1:8b")->id == "llama-3.1-8b");
+  CHECK(find_preset_or_null("Qwen2.5 7B")->id == "qwen2.5-7b");
+  CHECK(find_preset_or_null("Llama-3.1-8B-Instruct") == nullptr);  // a release, not the preset's own name
+  for (const auto& [release, id] : std::vector<std::pair<std::string, std::string>>{
+           {"meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"}, {"meta-llama/Llama-2-7b-hf", "llama-2-7b"},
+           {"google/gemma-3-4b-it", "gemma-3-4b"}, {"Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"},
+           {"allenai/OLMo-2-1124-7B", "olmo-2-7b"}, {"microsoft/Phi-3-mini-4k-instruct", "phi-3-mini"},
+           {"Llama-3.1-8B-Instruct", "llama-3.1-8b"}}) {
+    INFO(release);
+    const ModelPreset* p = find_base_preset_or_null(release);
+    REQUIRE(p != nullptr);
+    CHECK(p->id == id);
+  }
+  // A different release is not a preset's model: Mistral 7B v0.3 has another vocabulary than v0.1.
+  CHECK(find_base_preset_or_null("mistralai/Mistral-7B-Instruct-v0.3") == nullptr);
+  CHECK(find_base_preset_or_null("someone/unrelated-model") == nullptr);
+  CHECK_THROWS_WITH(find_preset("llama-3.1-8"), Catch::Contains("did you mean llama-3.1-8b"));
+}

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <gpuplan/names.h>
 #include <gpuplan/parse.h>
 
 using namespace gpuplan;
@@ -66,4 +67,44 @@ TEST_CASE("parse_sweep: bad values are an InputError naming the flag", "[parse]"
     INFO(bad);
     CHECK_THROWS_WITH(gpuplan::parse_sweep(bad, "--batch"), Catch::Contains("--batch"));
   }
+}
+
+TEST_CASE("parse_length: k and M are binary, whole numbers only", "[parse]") {
+  CHECK(parse_length("4k", "e") == 4096);
+  CHECK(parse_length("128K", "e") == 131072);
+  CHECK(parse_length("1M", "e") == 1048576);
+  CHECK(parse_length("2048", "e") == 2048);
+  CHECK(parse_length("1.5k", "e") == 1536);
+  CHECK(parse_length("0", "e", 0) == 0);
+  for (const char* bad : {"0", "-4", "4x", "1.3k", "", "2e9", "k"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_length(bad, "e"), InputError);
+  }
+}
+
+TEST_CASE("name_key: case and punctuation do not count, version dots do", "[names]") {
+  CHECK(name_key("H100 SXM") == "h100sxm");
+  CHECK(name_key("h100-sxm") == "h100sxm");
+  CHECK(name_key("Llama-3.1-8B") == "llama3.18b");
+  CHECK(name_key("llama3.1:8b") == "llama3.18b");
+  CHECK(same_name("RTX_4090", "rtx-4090"));
+  CHECK_FALSE(same_name("llama-3.1-8b", "llama-3-18b"));
+}
+
+TEST_CASE("edit_distance: a swap of neighbours is one edit", "[names]") {
+  CHECK(edit_distance("train", "train") == 0);
+  CHECK(edit_distance("trian", "train") == 1);
+  CHECK(edit_distance("infre", "infer") == 1);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+}
+
+TEST_CASE("did_you_mean: the close names, closest first, none when nothing is close", "[names]") {
+  const std::vector<NameCandidate> known = {{"train", {"train"}}, {"infer", {"infer"}}, {"plan", {"plan"}},
+                                           {"mi300x", {"mi300x"}}, {"mi325x", {"mi325x"}}};
+  CHECK(did_you_mean("trian", known) == "did you mean train?");
+  CHECK(did_you_mean("mi300", known) == "did you mean mi300x?");
+  CHECK(did_you_mean("mi3", known) == "did you mean mi300x or mi325x?");
+  CHECK(did_you_mean("zzzzzz", known).empty());
+  CHECK(did_you_mean("", known).empty());
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "../defaults.h"
 #include "../model.h"
 #include "../quant.h"
 #include "../units.h"
@@ -22,9 +23,9 @@ namespace gpuplan {
 // What is served (model precision, formats, batch, context, tensor parallelism), the engine that serves it with its
 // own settings, and the GPU facts the engines' defaults depend on.
 struct InferenceWorkload {
-  std::int64_t batch = 1;
-  std::int64_t prompt_len = 1024;
-  std::int64_t new_tokens = 256;
+  std::int64_t batch = defaults::batch;
+  std::int64_t prompt_len = defaults::prompt_len;
+  std::int64_t new_tokens = defaults::new_tokens;
   std::optional<std::int64_t> context;       // KV tokens per sequence to plan for (default prompt + new); vLLM's
                                              // max_model_len, SGLang's context_length, llama.cpp's n_ctx
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "../defaults.h"
 #include "../enum_table.h"
 #include "../error.h"
 #include "profile.h"
@@ -57,8 +58,8 @@ inline constexpr std::array<Spelling<Offload>, 3> offload_names{
     {{Offload::none, "none"}, {Offload::cpu, "cpu"}, {Offload::nvme, "nvme"}}};
 
 struct TrainingWorkload {
-  std::int64_t batch = 1;        // micro-batch per GPU
-  std::int64_t seq = 2048;
+  std::int64_t batch = defaults::batch;  // micro-batch per GPU
+  std::int64_t seq = defaults::seq;
   std::int64_t grad_accum = 1;
   Precision precision = Precision::bf16;
   Optimizer optimizer = Optimizer::adamw;

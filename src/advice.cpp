@@ -152,6 +152,13 @@ std::optional<Outcome> evaluate(const TrainOptions& base, std::vector<const Chan
   }
 }
 
+// Two changes that set the same flag (a traded micro-batch and ZeRO's accumulation) do not combine.
+bool shares_a_flag(const Change& x, const Change& y) {
+  for (const auto& f : x.flags)
+    if (f.rfind("--", 0) == 0 && std::find(y.flags.begin(), y.flags.end(), f) != y.flags.end()) return true;
+  return false;
+}
+
 int distance(const Outcome& o) {
   int d = 0;
   for (const Change* c : o.changes) d += c->distance;
@@ -188,6 +195,8 @@ nlohmann::json entry(const Outcome& o) {
           {"cost", cost}};
 }
 
+constexpr std::size_t max_entries = 10;  // the advice lists the ten best by the objective
+
 }  // namespace
 
 nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report) {
@@ -212,13 +221,14 @@ nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report)
   }
   // Two changes where no single one fits: each pair of the families that did not fit alone, mildest first in each.
   int budget = 300;  // estimates at most (~1 ms each)
-  if (fitting.size() < 3)
+  if (fitting.size() < max_entries / 2)
     for (std::size_t a = 0; a < alone.size(); ++a)
       for (std::size_t b = a + 1; b < alone.size(); ++b) {
         bool found = false;
         for (const Change& x : fams[alone[a]])
           for (const Change& y : fams[alone[b]]) {
-            if (found || --budget < 0) break;
+            if (found || shares_a_flag(x, y)) continue;
+            if (--budget < 0) break;
             auto r = evaluate(o, {&x, &y});
             if (r && r->fits) {
               fitting.push_back(std::move(*r));
@@ -234,7 +244,7 @@ nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report)
   };
   std::stable_sort(fitting.begin(), fitting.end(), [&](const Outcome& a, const Outcome& b) { return key(a) < key(b); });
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& f : fitting) out.push_back(entry(f));
+  for (std::size_t i = 0; i < fitting.size() && i < max_entries; ++i) out.push_back(entry(fitting[i]));
   return out;
 }
 

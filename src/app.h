@@ -165,6 +165,7 @@ struct PlanOptions {
     std::int64_t lora_rank = 0;
     std::string lora_targets;
     bool qlora = false;
+    std::string loss = "eager";
     std::int64_t seq = 4096;
     std::string global_batch;  // default: 4M tokens to pre-train, 512K to fine-tune
     std::string precision = "bf16";
@@ -236,6 +237,8 @@ struct ModelsOptions {
 void add_model_options(CLI::App& cmd, ModelOptions& o);
 // --lora-targets: module names separated by commas (default q_proj,v_proj, PEFT's for Llama-family models).
 std::vector<std::string> split_targets(const std::string& text);
+// --loss eager | chunked[:N] | fused: the kind and the chunk count (default 8).
+std::pair<Loss, std::int64_t> parse_loss(const std::string& text);
 ModelSpec resolve_model(const ModelOptions& o);
 Format parse_format(const std::string& s);
 

@@ -1,6 +1,7 @@
 // gpuplan plan train | plan infer: options → plan_training / plan_serving → report → renderer.
 #include <functional>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -64,6 +65,7 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   t->add_option("--lora-rank", tr.lora_rank, "Plan a LoRA fine-tune of this rank (PEFT; adapters in fp32)");
   t->add_option("--lora-targets", tr.lora_targets, "Comma-separated target modules (default q_proj,v_proj), or all-linear");
   t->add_flag("--qlora", tr.qlora, "QLoRA: the frozen base in NF4 (needs --lora-rank)");
+  t->add_option("--loss", tr.loss, "eager (default) | chunked[:N] | fused: the cross-entropy's kernels (as train --loss)");
   t->add_option("--seq", tr.seq, "Sequence length (default 4096)");
   t->add_option("--global-batch", tr.global_batch,
                 "Tokens per optimizer step (default 4M to pre-train, as Llama 2; 512K to fine-tune, as Tulu 3's SFT: "
@@ -131,7 +133,7 @@ std::string why_none(const TrainingPlan& plan, const TrainingPlanRequest& req) {
                        100 * req.headroom, closest, c->memory.in(unit::bytes) / 1073741824.0, 100 * plan.closest_ratio);
   if (!c) return fmt::format("no offering can host a layout within --max-gpus {}", req.max_gpus);
   return fmt::format("memory within --max-gpus {}: the closest, {}, needs at least {:.1f} GiB per GPU, {:.0f}% of the "
-                     "usable memory (try --lora-rank, --qlora, --optimizer adamw-8bit or a larger --max-gpus)",
+                     "usable memory (a larger --max-gpus, or a memory saver: gpuplan train --gpu ... --advise)",
                      req.max_gpus, closest, c->screen_bytes / 1073741824.0, 100 * plan.closest_ratio);
 }
 
@@ -148,6 +150,7 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
   req.base.seq = tr.seq;
   req.base.lora.rank = tr.lora_rank;
   req.base.lora.qlora = tr.qlora;
+  std::tie(req.base.loss, req.base.loss_chunks) = parse_loss(tr.loss);
   if (tr.lora_rank > 0) req.base.lora.targets = split_targets(tr.lora_targets);
   else if (!tr.lora_targets.empty()) throw InputError("--lora-targets and --qlora need --lora-rank");
   const bool fine_tune = tr.fine_tune || tr.lora_rank > 0;

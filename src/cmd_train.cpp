@@ -1,6 +1,7 @@
 // gpuplan train: options → estimate_training_memory → report → renderer.
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -92,6 +93,16 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--power-utilization", r.power_utilization, "Average power draw as a share of TDP (default 1.0)");
   cmd.add_option("--pue", r.pue, "Data-centre power usage effectiveness (default 1.2)");
   cmd.add_option("--grid-intensity", r.grid_intensity, "Grid CO2 intensity in kg/kWh (for CO2)");
+}
+
+std::pair<Loss, std::int64_t> parse_loss(const std::string& text) {
+  const auto colon = text.find(':');
+  const Loss loss = parse_enum<Loss>(loss_names, text.substr(0, colon), "loss");
+  if (colon == std::string::npos) return {loss, 8};  // torchtune's num_output_chunks default
+  if (loss != Loss::chunked) throw InputError("--loss: only chunked takes a chunk count (chunked:N)");
+  const double n = detail::parse_count(text.substr(colon + 1), "--loss chunked:N");
+  if (n != std::floor(n) || n > 65536) throw InputError("--loss chunked:N needs a whole N between 1 and 65536");
+  return {loss, static_cast<std::int64_t>(n)};
 }
 
 std::vector<std::string> split_targets(const std::string& text) {
@@ -326,16 +337,7 @@ nlohmann::json train_report(const TrainOptions& o) {
   w.optimizer = parse_enum<Optimizer>(optimizer_names, o.optimizer, "optimizer");
   w.attention = parse_enum<Attention>(attention_names, o.attention, "attention");
   w.profile = parse_enum<Profile>(profile_names, o.profile, "profile");
-  {
-    const auto colon = o.loss.find(':');
-    w.loss = parse_enum<Loss>(loss_names, o.loss.substr(0, colon), "loss");
-    if (colon != std::string::npos) {
-      if (w.loss != Loss::chunked) throw InputError("--loss: only chunked takes a chunk count (chunked:N)");
-      const double n = detail::parse_count(o.loss.substr(colon + 1), "--loss chunked:N");
-      if (n != std::floor(n) || n > 65536) throw InputError("--loss chunked:N needs a whole N between 1 and 65536");
-      w.loss_chunks = static_cast<std::int64_t>(n);
-    }
-  }
+  std::tie(w.loss, w.loss_chunks) = parse_loss(o.loss);
   w.activation_offload = o.activation_offload;
   w.recompute = o.grad_checkpointing ? Recompute::full
                 : o.recompute.empty() ? Recompute::none

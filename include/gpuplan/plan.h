@@ -113,6 +113,10 @@ class TrainingMemoryScreen {
     // 16-bit logits, 4 more with the vocabulary-parallel loss.
     const double cl = pr.compute;
     loss_per_vocab_ = cl + 8.0 + (cl < 4 ? cl : 0.0);
+    // torchtune's chunked loss keeps the 16-bit logits and one chunk's buffers; Liger's fused loss the hidden
+    // states' gradient (tensors.h loss_buffers; the fused loss's one chunk of logits left out of the bound).
+    if (base.loss == Loss::chunked) loss_per_vocab_ = cl + (8.0 + cl) / double(base.loss_chunks);
+    if (base.loss == Loss::fused) loss_per_vocab_ = cl * h / V;
     logit_bytes_ = cl;
     vocab_ = V;
     hidden_ = h;

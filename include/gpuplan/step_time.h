@@ -425,16 +425,19 @@ inline double host_optimizer_seconds(double params, Profile profile) {
 
 // Activation offloading's copies per micro-batch: every saved tensor to the host in forward and back in backward,
 // over PCIe 5 on side streams (torchtune OffloadActivations): what the compute does not cover waits.
-inline double activation_offload_seconds(const ModelSpec& r, const TrainingWorkload& w, double tokens, double compute) {
+inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkload& w, double tokens, double compute) {
   if (!w.activation_offload) return 0.0;
   const PrecisionRecipe pr = recipe_of(w.precision);
   double per_token = 0;
-  if (w.recompute == Recompute::full) per_token = pr.stream * double(r.hidden) * double(r.layers);
+  if (w.recompute == Recompute::full) per_token = pr.stream * double(s.hidden) * double(s.layers);
   else {
-    const detail::LayerActivationModel act(r, w, {pr.compute, pr.stream, pr.autocast});
-    for (std::int64_t l = 0; l < r.layers; ++l) per_token += act.layer(l).per_token;
+    const detail::LayerActivationModel act(s, w, {pr.compute, pr.stream, pr.autocast});
+    for (std::int64_t l = 0; l < s.layers; ++l) per_token += act.layer(l).per_token;
   }
-  return std::max(0.0, 2.0 * per_token * tokens / pcie5_x16_bytes_per_s - compute);
+  // This GPU's share: its pipeline stage's layers, its tensor-parallel slice (the hidden-width tensors too, as
+  // under sequence parallelism: a bound from below where they are replicated).
+  const double share = 1.0 / double(w.pp * w.tp);
+  return std::max(0.0, 2.0 * per_token * share * tokens / pcie5_x16_bytes_per_s - compute);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

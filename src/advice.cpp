@@ -139,12 +139,12 @@ struct Outcome {
   bool fits = false;
 };
 
-std::optional<Outcome> evaluate(const TrainOptions& base, std::vector<const Change*> changes) {
+std::optional<Outcome> evaluate(const TrainOptions& base, const Catalog& cat, std::vector<const Change*> changes) {
   TrainOptions t = base;
   t.advise = false;
   for (const Change* c : changes) c->apply(t);
   try {
-    Outcome r{std::move(changes), train_report(t), false};
+    Outcome r{std::move(changes), train_report_with(t, &cat), false};
     r.fits = r.report["fit"]["fits"].get<bool>();
     return r;
   } catch (const InputError&) {
@@ -205,12 +205,13 @@ nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report)
   if (o.run.tokens.empty() && o.run.epochs <= 0 && !o.run.fine_tune && o.workload.lora.rank == 0)
     default_tokens = report["compute"]["tokens"].get<std::int64_t>();
   const std::vector<Family> fams = families(o, default_tokens);
+  const Catalog cat = load_catalog(o.fit.catalogs);
   std::vector<Outcome> fitting;
   std::vector<std::size_t> alone;  // families none of whose changes fits alone
   for (std::size_t i = 0; i < fams.size(); ++i) {
     bool found = false;
     for (const Change& c : fams[i]) {
-      auto r = evaluate(o, {&c});
+      auto r = evaluate(o, cat, {&c});
       if (r && r->fits) {
         fitting.push_back(std::move(*r));
         found = true;
@@ -229,7 +230,7 @@ nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report)
           for (const Change& y : fams[alone[b]]) {
             if (found || shares_a_flag(x, y)) continue;
             if (--budget < 0) break;
-            auto r = evaluate(o, {&x, &y});
+            auto r = evaluate(o, cat, {&x, &y});
             if (r && r->fits) {
               fitting.push_back(std::move(*r));
               found = true;

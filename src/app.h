@@ -259,6 +259,8 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err);
 void add_train_options(CLI::App& cmd, TrainOptions& o);
 void add_infer_options(CLI::App& cmd, InferOptions& o);
 nlohmann::json train_report(const TrainOptions& o);
+// The same with a catalog already loaded (null: load o.fit.catalogs).
+nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog);
 // The changes that make a training setup fit its --gpu, each a full train_report, ranked by --objective (advice.cpp).
 nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report);
 nlohmann::json infer_report(const InferOptions& o);

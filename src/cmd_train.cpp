@@ -331,7 +331,9 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
   return emit_report(report, o.limits, format, &render_train_table, out, err);
 }
 
-nlohmann::json train_report(const TrainOptions& o) {
+nlohmann::json train_report(const TrainOptions& o) { return train_report_with(o, nullptr); }
+
+nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog) {
   TrainingWorkload w = o.workload;
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
   w.optimizer = parse_enum<Optimizer>(optimizer_names, o.optimizer, "optimizer");
@@ -399,7 +401,8 @@ nlohmann::json train_report(const TrainOptions& o) {
   if (source.checkpoint && !source.checkpoint->quantization.empty())
     report["assumptions"].push_back("the checkpoint is stored " + source.checkpoint->quantization +
                                     "; training memory is for weights in --precision (or NF4 with --qlora)");
-  const Catalog cat = load_catalog(o.fit.catalogs);  // once per command: user files are parsed here only
+  std::optional<Catalog> own;  // once per command (the advice hands its estimates the one it loaded)
+  const Catalog& cat = catalog ? *catalog : own.emplace(load_catalog(o.fit.catalogs));
   const Device* device = o.fit.gpu.empty() ? nullptr : &cat.get(o.fit.gpu);
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
                        {"params", spell<Offload>(offload_names, w.offload_params)},

@@ -174,9 +174,12 @@ void run_lines(const json& r, std::ostream& out) {
 void advice_lines(const json& r, std::ostream& out) {
   if (!r.contains("advice")) return;
   const json& a = r["advice"];
-  fmt::print(out, "\nAdvice     {} that fit{}, each a full estimate (add the flags, replacing the same ones):\n",
-             a.empty() ? "no change of one or two steps" : fmt::format("{} change(s)", a.size()),
-             a.empty() ? "" : ", best first by " + r["advice_objective"].get<std::string>());
+  if (a.empty()) {
+    fmt::print(out, "\nAdvice     no single change, nor a pair of changes, makes it fit (gpuplan train --help: the savers)\n");
+    return;
+  }
+  fmt::print(out, "\nAdvice     {} change(s) that fit, best first by {}, each a full estimate (add the flags, replacing "
+                  "the same ones):\n", a.size(), r["advice_objective"].get<std::string>());
   for (std::size_t i = 0; i < a.size(); ++i) {
     const json& e = a[i];
     std::string flags;

@@ -21,6 +21,9 @@ COMMANDS = [
     ["train", "--model", "llama-3.1-405b"],
     ["train", "--model", "llama-3.1-405b", "--gpus", "8", "--nodes", "16", "--tp", "8", "--pp", "16",
      "--grad-accum", "16", "--grad-checkpointing"],
+    # Fit advice (advice.cpp): a full estimate per change and pair of changes tried.
+    ["train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--fine-tune"],
+    ["train", "--model", "qwen2.5-32b", "--lora-rank", "16", "--qlora", "--seq", "4096", "--gpu", "rtx-4090"],
     ["infer", "--model", "llama-3.1-8b"],
     ["infer", "--model", "llama-3.1-405b"],
     ["plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T"],

@@ -56,6 +56,7 @@ struct RunOptions {
   std::string tokens;
   double epochs = 0;
   std::string dataset_tokens;
+  bool fine_tune = false;  // a fine-tune: no compute-optimal token default
   double mfu = 0;
   std::int64_t nodes = 1;
   std::string provider;
@@ -88,6 +89,10 @@ struct TrainOptions {
   std::string lora_targets;
   std::string profile = "pytorch";
   std::string format = "table";
+  std::string loss = "eager";             // eager | chunked[:N] | fused (memory/training/tensors.h)
+  bool activation_offload = false;        // saved activations in pinned host memory
+  bool advise = false;                    // fit advice even when the setup fits
+  std::string objective = "least-change"; // how the advice is ranked: least-change | cheapest | fastest
   FitOptions fit;
 };
 
@@ -163,8 +168,15 @@ struct PlanOptions {
   PlanCommon train_common, infer_common;
   struct {
     std::string tokens;
+    std::string dataset_tokens;
+    double epochs = 0;
+    bool fine_tune = false;
+    std::int64_t lora_rank = 0;
+    std::string lora_targets;
+    bool qlora = false;
+    std::string loss = "eager";
     std::int64_t seq = defaults::seq;
-    std::string global_batch = "4M";
+    std::string global_batch;  // default: 4M tokens to pre-train, 512K to fine-tune
     std::string precision = "bf16";
     std::string optimizer = "adamw";
     std::string headroom = "10%";
@@ -237,6 +249,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o);
 // "(default N)" when `fallback` is given (the defaults.h value the option starts from).
 CLI::Option* add_length_option(CLI::App& cmd, const std::string& names, std::int64_t& v, const std::string& help,
                                std::int64_t fallback = 0);
+// --lora-targets: module names separated by commas (default q_proj,v_proj, PEFT's for Llama-family models).
+std::vector<std::string> split_targets(const std::string& text);
+// --loss eager | chunked[:N] | fused: the kind and the chunk count (default 8).
+std::pair<Loss, std::int64_t> parse_loss(const std::string& text);
 ModelSpec resolve_model(const ModelOptions& o);
 Format parse_format(const std::string& s);
 
@@ -257,6 +273,10 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err);
 void add_train_options(CLI::App& cmd, TrainOptions& o);
 void add_infer_options(CLI::App& cmd, InferOptions& o);
 nlohmann::json train_report(const TrainOptions& o);
+// The same with a catalog already loaded (null: load o.fit.catalogs).
+nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog);
+// The changes that make a training setup fit its --gpu, each a full train_report, ranked by --objective (advice.cpp).
+nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report);
 nlohmann::json infer_report(const InferOptions& o);
 ExitCode run_models(const ModelsOptions& o, std::ostream& out);
 

@@ -1,6 +1,7 @@
 // gpuplan plan train | plan infer: options → plan_training / plan_serving → report → renderer.
 #include <functional>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -56,11 +57,21 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   if (!with_options) return;
   add_common(*t, o.train_common);
   auto& tr = o.train;
-  t->add_option("--tokens", tr.tokens, "Training tokens (default ≈ 20 per parameter, Hoffmann et al. 2022)");
+  t->add_option("--tokens", tr.tokens, "Training tokens (default: ≈ 20 per parameter, Hoffmann et al. 2022, to pre-train; "
+                                       "per 1B tokens to fine-tune)");
+  t->add_option("--dataset-tokens", tr.dataset_tokens, "Dataset size in tokens, with --epochs (instead of --tokens)");
+  t->add_option("--epochs", tr.epochs, "Epochs over --dataset-tokens");
+  t->add_flag("--fine-tune", tr.fine_tune, "A full fine-tune of a trained model (no compute-optimal token default)");
+  t->add_option("--lora-rank", tr.lora_rank, "Plan a LoRA fine-tune of this rank (PEFT; adapters in fp32)");
+  t->add_option("--lora-targets", tr.lora_targets, "Comma-separated target modules (default q_proj,v_proj), or all-linear");
+  t->add_flag("--qlora", tr.qlora, "QLoRA: the frozen base in NF4 (needs --lora-rank)");
+  t->add_option("--loss", tr.loss, "eager (default) | chunked[:N] | fused: the cross-entropy's kernels (as train --loss)");
   add_length_option(*t, "--seq", tr.seq, "Sequence length in tokens (4096, 4k)", defaults::seq);
-  t->add_option("--global-batch", tr.global_batch, "Tokens per optimizer step (default 4M)");
+  t->add_option("--global-batch", tr.global_batch,
+                "Tokens per optimizer step (default 4M to pre-train, as Llama 2; 512K to fine-tune, as Tulu 3's SFT: "
+                "128 × 4096)");
   t->add_option("--precision", tr.precision, "bf16 (default) | fp16 | fp8 | amp-bf16 | pure-bf16 | fp32 | ...");
-  t->add_option("--optimizer", tr.optimizer, "adamw (default) | adamw-fused | sgd | ...");
+  t->add_option("--optimizer", tr.optimizer, "adamw (default) | adamw-fused | adamw-8bit | paged-adamw-8bit | sgd | ...");
   t->add_option("--headroom", tr.headroom, "Usable memory to keep free (default 10%)");
   t->add_option("--deadline", tr.deadline, "Finish within this time (30d, 72h)");
   t->add_option("--mfu", tr.mfu, "State the end-to-end model FLOPs utilisation instead of the step-time model's");
@@ -92,16 +103,39 @@ nlohmann::json request_common(const PlanCommon& c, const ModelSpec& spec) {
 
 ExitCode emit(const nlohmann::json& report, Format format, std::ostream& out, std::ostream& err,
               const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-              const std::function<void()>& table) {
+              const std::function<void()>& table, const std::string& why_none = {}) {
   if (format == Format::json) render_json(report, out);
   else if (format == Format::table) table();
   else render_rows(header, rows, format == Format::md, out);
   if (report["best"].empty()) {
-    err << "gpuplan: no setup meets the request (see the constraints; relax --budget, --deadline, --max-gpus or "
-           "the filters)\n";
+    err << "gpuplan: no setup meets the request"
+        << (why_none.empty() ? " (see the constraints; relax --budget, --deadline, --max-gpus or the filters)"
+                             : ": " + why_none)
+        << "\n";
     return ExitCode::limit;
   }
   return ExitCode::ok;
+}
+
+// Nothing qualified: which bound failed and the setup closest to meeting it.
+std::string why_none(const TrainingPlan& plan, const TrainingPlanRequest& req) {
+  if (plan.failed_bound.empty()) return {};
+  const auto& c = plan.closest;
+  std::string closest = !c ? std::string()
+                           : fmt::format("{} × {} ({})", c->layout.gpus, c->device->id, layout_text(c->layout));
+  if (plan.failed_bound == "deadline")
+    return fmt::format("the deadline ({}): the fastest setup that fits, {}, takes {}", duration(req.deadline->in(unit::seconds)),
+                       closest, duration(c->time.in(unit::seconds)));
+  if (plan.failed_bound == "budget")
+    return fmt::format("the budget ({}): the cheapest setup that fits, {}, costs {}", money(req.budget->in(unit::usd)),
+                       closest, money(c->cost.in(unit::usd)));
+  if (plan.failed_bound == "headroom")
+    return fmt::format("memory with {:.0f}% headroom: the closest, {}, needs {:.1f} GiB ({:.0f}% of the usable memory)",
+                       100 * req.headroom, closest, c->memory.in(unit::bytes) / 1073741824.0, 100 * plan.closest_ratio);
+  if (!c) return fmt::format("no offering can host a layout within --max-gpus {}", req.max_gpus);
+  return fmt::format("memory within --max-gpus {}: the closest, {}, needs at least {:.1f} GiB per GPU, {:.0f}% of the "
+                     "usable memory (a larger --max-gpus, or a memory saver: gpuplan train --gpu ... --advise)",
+                     req.max_gpus, closest, c->screen_bytes / 1073741824.0, 100 * plan.closest_ratio);
 }
 
 }  // namespace
@@ -115,10 +149,32 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
   req.base.precision = parse_enum<Precision>(precision_names, tr.precision, "precision");
   req.base.optimizer = parse_enum<Optimizer>(optimizer_names, tr.optimizer, "optimizer");
   req.base.seq = tr.seq;
-  req.tokens = tr.tokens.empty()
-                   ? Tokens(std::llround(chinchilla_tokens_per_param * double(count_params(spec).active.in(unit::params))))
-                   : parse_tokens(tr.tokens);
-  req.global_batch_tokens = double(parse_tokens(tr.global_batch).in(unit::tokens));
+  req.base.lora.rank = tr.lora_rank;
+  req.base.lora.qlora = tr.qlora;
+  std::tie(req.base.loss, req.base.loss_chunks) = parse_loss(tr.loss);
+  if (tr.lora_rank > 0) req.base.lora.targets = split_targets(tr.lora_targets);
+  else if (!tr.lora_targets.empty()) throw InputError("--lora-targets and --qlora need --lora-rank");
+  const bool fine_tune = tr.fine_tune || tr.lora_rank > 0;
+  std::string tokens_basis;
+  if (!tr.tokens.empty() && (tr.epochs != 0 || !tr.dataset_tokens.empty()))
+    throw InputError("--tokens excludes --epochs/--dataset-tokens");
+  if ((tr.epochs != 0) != !tr.dataset_tokens.empty()) throw InputError("--epochs and --dataset-tokens go together");
+  if (tr.epochs < 0 || tr.epochs > 1e6) throw InputError("--epochs must be between 0 and 1e6");
+  if (!tr.tokens.empty()) {
+    req.tokens = parse_tokens(tr.tokens);
+    tokens_basis = "--tokens";
+  } else if (tr.epochs > 0) {
+    req.tokens = Tokens(std::llround(tr.epochs * double(parse_tokens(tr.dataset_tokens).in(unit::tokens))));
+    tokens_basis = "--epochs × --dataset-tokens";
+  } else if (fine_tune) {
+    req.tokens = Tokens(fine_tune_default_tokens);
+    tokens_basis = "per 1B tokens: a fine-tune has no compute-optimal token count (pass --dataset-tokens and --epochs)";
+  } else {
+    req.tokens = Tokens(std::llround(chinchilla_tokens_per_param * double(count_params(spec).active.in(unit::params))));
+    tokens_basis = "default: 20 tokens per active parameter, compute-optimal for pre-training (Hoffmann et al. 2022)";
+  }
+  req.global_batch_tokens =
+      !tr.global_batch.empty() ? double(parse_tokens(tr.global_batch).in(unit::tokens)) : fine_tune ? 524288.0 : 4.0e6;
   req.headroom = parse_fraction(tr.headroom);
   req.objective = parse_enum<Objective>(objective_names, c.objective, "objective");
   req.top = c.top;
@@ -139,6 +195,10 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
 
   nlohmann::json request = request_common(c, spec);
   request.update({{"tokens", req.tokens.in(unit::tokens)},
+                  {"tokens_basis", tokens_basis},
+                  {"lora", tr.lora_rank > 0 ? nlohmann::json{{"rank", tr.lora_rank}, {"targets", req.base.lora.targets},
+                                                             {"qlora", tr.qlora}}
+                                            : nlohmann::json(nullptr)},
                   {"seq", req.base.seq},
                   {"global_batch_tokens", req.global_batch_tokens},
                   {"precision", tr.precision},
@@ -204,12 +264,17 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
                               {"model_flops", plan.model_flops.in(unit::flop)},
                               {"best", best},
                               {"why", best.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
+                              {"no_setup", plan.failed_bound.empty() ? nlohmann::json(nullptr)
+                                                                     : nlohmann::json{{"bound", plan.failed_bound},
+                                                                                      {"closest", why_none(plan, req)}}},
                               {"assumptions", plan.assumptions}};
   const std::vector<std::string> header{"rank", "gpu", "gpus", "offering", "layout", "memory GiB (used/usable)", "time", "cost"};
   return emit(report, format, out, err, header, rows, [&] {
-    fmt::print(out, "Plan       train {} on {} tokens ({} precision, {} optimizer, seq {}, global batch {} tokens), by {}\n",
+    fmt::print(out, "Plan       {} {} on {} tokens ({} precision, {} optimizer, seq {}, global batch {} tokens), by {}\n",
+               tr.lora_rank > 0 ? fmt::format("{} rank {}", tr.qlora ? "QLoRA" : "LoRA", tr.lora_rank) : std::string("train"),
                spec.name, short_count(double(req.tokens.in(unit::tokens))), tr.precision, tr.optimizer, req.base.seq,
                short_count(req.global_batch_tokens), c.objective);
+    fmt::print(out, "Tokens     {}\n", tokens_basis);
     render_columns(header, rows, out);
     if (!why.empty()) fmt::print(out, "\nWhy        {}\n", why);
     fmt::print(out, "Searched   {} configurations ({} layouts); {} within the screen and constraints; {} checked with the "
@@ -217,7 +282,7 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
                grouped(plan.evaluated), grouped(plan.layouts), grouped(plan.candidates), plan.verified, plan.rejected);
     fmt::print(out, "\nAssumptions:\n");
     for (const auto& a : plan.assumptions) fmt::print(out, "  - {}\n", a);
-  });
+  }, why_none(plan, req));
 }
 
 ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& err) {

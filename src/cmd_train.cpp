@@ -1,5 +1,7 @@
 // gpuplan train: options → estimate_training_memory → report → renderer.
+#include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -69,9 +71,19 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--prefetch-bucket-size", w.deepspeed.prefetch_bucket_size,
                  "DeepSpeed stage3_prefetch_bucket_size in elements (default 5e7)");
   cmd.add_option("--overlap-comm", o.overlap_comm, "DeepSpeed overlap_comm: true | false (default: true at ZeRO-3)");
+  cmd.add_option("--loss", o.loss,
+                 "eager (default: HF's full fp32 logits) | chunked[:N] (torchtune's chunked cross-entropy, N = 8) | "
+                 "fused (Liger's fused linear cross-entropy)");
+  cmd.add_flag("--activation-offload", o.activation_offload,
+               "Saved activations in pinned host memory (torch save_on_cpu, torchtune's activation offloading)");
+  cmd.add_flag("--advise", o.advise, "List the changes that make the setup fit --gpu, ranked, even when it fits");
+  cmd.add_option("--objective", o.objective, "How the advice is ranked: least-change (default) | cheapest | fastest");
   cmd.add_option("--format", o.format, "table (default) | json | csv | md");
   auto& r = o.run;
-  cmd.add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default ≈ 20 per parameter (Hoffmann et al. 2022)");
+  cmd.add_option("--tokens", r.tokens, "Training tokens (2T, 300B); default: ≈ 20 per parameter (Hoffmann et al. 2022) "
+                                       "for pre-training, per 1B tokens for a fine-tune (LoRA, QLoRA, --fine-tune)");
+  cmd.add_flag("--fine-tune", r.fine_tune, "A full fine-tune of a trained model: time and cost per 1B tokens unless "
+                                           "--dataset-tokens/--epochs or --tokens say how many");
   cmd.add_option("--epochs", r.epochs, "Epochs over --dataset-tokens (instead of --tokens)");
   cmd.add_option("--dataset-tokens", r.dataset_tokens, "Dataset size in tokens, with --epochs");
   cmd.add_option("--mfu", r.mfu, "State the end-to-end model FLOPs utilisation instead of the step-time model's (printed either way)");
@@ -81,6 +93,27 @@ void add_train_options(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--power-utilization", r.power_utilization, "Average power draw as a share of TDP (default 1.0)");
   cmd.add_option("--pue", r.pue, "Data-centre power usage effectiveness (default 1.2)");
   cmd.add_option("--grid-intensity", r.grid_intensity, "Grid CO2 intensity in kg/kWh (for CO2)");
+}
+
+std::pair<Loss, std::int64_t> parse_loss(const std::string& text) {
+  const auto colon = text.find(':');
+  const Loss loss = parse_enum<Loss>(loss_names, text.substr(0, colon), "loss");
+  if (colon == std::string::npos) return {loss, 8};  // torchtune's num_output_chunks default
+  if (loss != Loss::chunked) throw InputError("--loss: only chunked takes a chunk count (chunked:N)");
+  const double n = detail::parse_count(text.substr(colon + 1), "--loss chunked:N");
+  if (n != std::floor(n) || n > 65536) throw InputError("--loss chunked:N needs a whole N between 1 and 65536");
+  return {loss, static_cast<std::int64_t>(n)};
+}
+
+std::vector<std::string> split_targets(const std::string& text) {
+  if (text.empty()) return {"q_proj", "v_proj"};  // PEFT's default for Llama-family models
+  std::vector<std::string> targets;
+  std::stringstream ss(text);
+  std::string t;
+  while (std::getline(ss, t, ','))
+    if (!t.empty()) targets.push_back(t);
+  if (targets.empty()) throw InputError("--lora-targets: expected module names separated by commas");
+  return targets;
 }
 
 namespace {
@@ -122,19 +155,21 @@ struct RunEstimate {
 
 RunEstimate estimate_run(const ModelSpec& spec, const TrainingWorkload& w, const Device& d, const TimeOptions& time,
                          Params trainable_on_gpu, const std::vector<Communication>& comms, double tokens,
-                         double flops_per_token, double peak, double stated_mfu) {
+                         const TrainingFlops& f, double peak, double stated_mfu) {
   RunEstimate e;
   const double host = w.offload_optimizer != Offload::none
-                          ? double(trainable_on_gpu.in(unit::params)) / double(w.zero >= 1 ? w.dp() : 1) * offload_seconds_per_param
+                          ? host_optimizer_seconds(double(trainable_on_gpu.in(unit::params)) / double(w.zero >= 1 ? w.dp() : 1), w.profile)
                           : 0.0;
   e.step_model = step_time(step_inputs(spec, w, d, trainable_on_gpu, host, comms), time);
   e.tokens_per_step = double(w.batch * w.seq * w.grad_accum * w.dp());
   e.steps = tokens / e.tokens_per_step;
-  const double model_per_step = flops_per_token * e.tokens_per_step, gpus = double(w.gpus);
+  const double model_per_step = f.flops_per_token * e.tokens_per_step, gpus = double(w.gpus);
   e.step = stated_mfu > 0 ? model_per_step / (gpus * peak * stated_mfu) : e.step_model.total;
   e.seconds = e.step * e.steps;
   e.mfu = model_per_step / (e.step * gpus * peak);
-  e.hfu = e.step_model.hardware_flops / (e.step * peak);
+  // HFU counts the same FLOPs as MFU plus what recomputation runs again (compute.h training_flops), so HFU ≥ MFU.
+  const double hardware_per_token = f.model.in(unit::flop) > 0 ? f.hardware.in(unit::flop) / f.model.in(unit::flop) : 1.0;
+  e.hfu = e.mfu * hardware_per_token;
   e.gpu_hours = e.seconds * gpus / 3600.0;
   return e;
 }
@@ -156,18 +191,27 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   } else if (r.epochs > 0) {
     tokens = Tokens(static_cast<std::int64_t>(std::llround(r.epochs * double(parse_tokens(r.dataset_tokens).in(unit::tokens)))));
     basis = "--epochs × --dataset-tokens";
+  } else if (w.lora.rank > 0 || r.fine_tune) {
+    // A fine-tune's tokens are its dataset's, not a compute-optimal count: without them, results per 1B tokens.
+    tokens = Tokens(fine_tune_default_tokens);
+    basis = "per 1B tokens: a fine-tune has no compute-optimal token count (pass --dataset-tokens and --epochs)";
   } else {
     tokens = Tokens(static_cast<std::int64_t>(chinchilla_tokens_per_param * double(counts.active.in(unit::params))));
-    basis = "default: 20 tokens per active parameter, compute-optimal (Hoffmann et al. 2022)";
+    basis = "default: 20 tokens per active parameter, compute-optimal for pre-training (Hoffmann et al. 2022; "
+            "--fine-tune for a fine-tune)";
   }
-  const TrainingFlops f = training_flops(spec, tokens, w.seq, w.recompute);
+  const TrainingFlops f = training_flops(spec, tokens, w.seq, w.recompute, w.lora);
   report["compute"] = {{"tokens", tokens.in(unit::tokens)},
                        {"tokens_basis", basis},
                        {"flops", f.model.in(unit::flop)},
                        {"hardware_flops", f.hardware.in(unit::flop)},
                        {"flops_per_token", f.flops_per_token},
                        {"matmul_params", f.matmul_params.in(unit::params)},
-                       {"formula", "6·N + 12·L·H·Q·T per token (PaLM appendix B); hardware adds recomputation"}};
+                       {"adapter_params", f.adapter_params.in(unit::params)},
+                       {"formula", w.lora.rank > 0 ? "4·N (frozen base: forward and input gradients) + 6 per adapter "
+                                                     "parameter + 12·L·H·Q·T per token; hardware adds recomputation"
+                                                   : "6·N + 12·L·H·Q·T per token (PaLM appendix B); hardware adds "
+                                                     "recomputation"}};
   report["time"] = nullptr;
   report["cost"] = nullptr;
   report["energy"] = nullptr;
@@ -186,7 +230,7 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   if (r.mfu != 0 && !(r.mfu > 0 && r.mfu <= 1)) throw InputError("--mfu must be in (0, 1]");
   const std::int64_t gpus = w.gpus;  // already gpus × nodes
   const RunEstimate run = estimate_run(spec, w, *device, time, trainable_on_gpu, comms, double(tokens.in(unit::tokens)),
-                                       f.flops_per_token, *peak, r.mfu);
+                                       f, *peak, r.mfu);
   const StepTime& st = run.step_model;
   const double seconds = run.seconds, steps = run.steps, step = run.step, gpu_hours = run.gpu_hours;
   const double exposed = st.tensor_comm + st.expert_comm + st.context_comm + st.data_comm + st.host_optimizer;
@@ -279,28 +323,31 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
 
 ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
+  if (o.objective != "least-change" && o.objective != "cheapest" && o.objective != "fastest")
+    throw InputError("unknown --objective \"" + o.objective + "\" (expected: least-change, cheapest, fastest)");
   nlohmann::json report = train_report(o);
+  if (o.advise && !report.contains("fit")) throw InputError("--advise needs --gpu (advice is about fitting a device)");
+  if (report.contains("fit") && (o.advise || !report["fit"]["fits"].get<bool>())) {
+    report["advice"] = train_advice(o, report);
+    report["advice_objective"] = o.objective;
+  }
   return emit_report(report, o.limits, format, &render_train_table, out, err);
 }
 
-nlohmann::json train_report(const TrainOptions& o) {
+nlohmann::json train_report(const TrainOptions& o) { return train_report_with(o, nullptr); }
+
+nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog) {
   TrainingWorkload w = o.workload;
   w.precision = parse_enum<Precision>(precision_names, o.precision, "precision");
   w.optimizer = parse_enum<Optimizer>(optimizer_names, o.optimizer, "optimizer");
   w.attention = parse_enum<Attention>(attention_names, o.attention, "attention");
   w.profile = parse_enum<Profile>(profile_names, o.profile, "profile");
+  std::tie(w.loss, w.loss_chunks) = parse_loss(o.loss);
+  w.activation_offload = o.activation_offload;
   w.recompute = o.grad_checkpointing ? Recompute::full
                 : o.recompute.empty() ? Recompute::none
                                       : parse_enum<Recompute>(recompute_names, o.recompute, "recompute");
-  if (!o.lora_targets.empty()) {
-    std::stringstream ss(o.lora_targets);
-    std::string t;
-    while (std::getline(ss, t, ','))
-      if (!t.empty()) w.lora.targets.push_back(t);
-    if (w.lora.targets.empty()) throw InputError("--lora-targets: expected module names separated by commas");
-  } else if (w.lora.rank > 0) {
-    w.lora.targets = {"q_proj", "v_proj"};  // PEFT's default for Llama-family models
-  }
+  if (!o.lora_targets.empty() || w.lora.rank > 0) w.lora.targets = split_targets(o.lora_targets);
   if (o.run.nodes < 1 || o.run.nodes > 100'000) throw InputError("--nodes must be between 1 and 100,000");
   std::int64_t shard_group = 0;  // hybrid_shard: ZeRO-3 inside a node, replicas across nodes
   if (!o.fsdp.empty()) {
@@ -357,7 +404,8 @@ nlohmann::json train_report(const TrainOptions& o) {
   if (source.checkpoint && !source.checkpoint->quantization.empty())
     report["assumptions"].push_back("the checkpoint is stored " + source.checkpoint->quantization +
                                     "; training memory is for weights in --precision (or NF4 with --qlora)");
-  const Catalog cat = load_catalog(o.fit.catalogs);  // once per command: user files are parsed here only
+  std::optional<Catalog> own;  // once per command (the advice hands its estimates the one it loaded)
+  const Catalog& cat = catalog ? *catalog : own.emplace(load_catalog(o.fit.catalogs));
   std::optional<Device> unlisted;
   const Device* device = fit_device(o.fit, cat, unlisted);
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
@@ -432,7 +480,7 @@ nlohmann::json train_report(const TrainOptions& o) {
     // What the run would take and cost on each device that can hold it: at least as many GPUs as asked for, timed
     // by the step-time model (or the stated --mfu), priced at its cheapest on-demand offering.
     const double tokens = report["compute"]["tokens"].get<double>();
-    const double per_token = report["compute"]["flops_per_token"].get<double>();
+    const TrainingFlops per_token = training_flops(spec, Tokens(1), w.seq, w.recompute, w.lora);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       auto& row = report["fit_table"]["devices"][i];
       const Device& d = *rows[i].device;

@@ -170,6 +170,29 @@ void run_lines(const json& r, std::ostream& out) {
   }
 }
 
+// Fit advice (advice.cpp): the ranked changes, each with the flags that make it and its full estimate.
+void advice_lines(const json& r, std::ostream& out) {
+  if (!r.contains("advice")) return;
+  const json& a = r["advice"];
+  if (a.empty()) {
+    fmt::print(out, "\nAdvice     no single change, nor a pair of changes, makes it fit (gpuplan train --help: the savers)\n");
+    return;
+  }
+  fmt::print(out, "\nAdvice     {} change(s) that fit, best first by {}, each a full estimate (add the flags, replacing "
+                  "the same ones):\n", a.size(), r["advice_objective"].get<std::string>());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const json& e = a[i];
+    std::string flags;
+    for (const auto& f : e["flags"]) flags += (flags.empty() ? "" : " ") + f.get<std::string>();
+    const json& c = e["cost"];
+    fmt::print(out, "  {:>2}. {}\n      {}\n      {} per GPU, step {:.3g} s, {:.1f} days, {}\n", i + 1,
+               e["change"].get<std::string>(), flags, gib(e["total_bytes"].get<double>()), e["step_seconds"].get<double>(),
+               c["days"].get<double>(),
+               c["usd"].is_null() ? grouped(static_cast<std::int64_t>(c["gpu_hours"].get<double>())) + " GPU-hours"
+                                  : "$" + grouped(static_cast<std::int64_t>(c["usd"].get<double>())));
+  }
+}
+
 void assumptions(const json& r, std::ostream& out) {
   if (r["assumptions"].empty()) return;
   fmt::print(out, "\nAssumptions:\n");
@@ -254,6 +277,7 @@ void render_train_table(const json& r, std::ostream& out) {
   distributed_lines(r, out);
   fit_lines(r, out);
   run_lines(r, out);
+  advice_lines(r, out);
   assumptions(r, out);
 }
 

@@ -19,7 +19,9 @@ SECTIONS = [
        "--format", "md"],
       ["train", "--model", "llama-3.1-70b", "--gpus", "8", "--nodes", "4", "--tp", "8", "--sp", "--pp", "2",
        "--grad-accum", "16", "--zero", "1", "--seq", "8192", "--recompute", "selective", "--gpu", "h100",
-       "--tokens", "1T"]]),
+       "--tokens", "1T"],
+      ["train", "--model", "llama-3.1-8b", "--fine-tune", "--dataset-tokens", "300M", "--epochs", "3", "--gpu",
+       "h100-sxm", "--objective", "cheapest"]]),
     ("infer", "Serving memory by weight format and engine, KV cache, roofline throughput and price per token.",
      [["infer", "--model", "llama-3.1-8b", "--batch", "8", "--prompt-len", "4096", "--new-tokens", "256"],
       ["infer", "--model", "llama-3.1-70b", "--weights", "awq-int4", "--kv-dtype", "fp8", "--profile", "vllm",
@@ -30,6 +32,8 @@ SECTIONS = [
      [["plan", "train", "--model", "llama-3.1-70b", "--tokens", "2T"],
       ["plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--objective", "time", "--budget", "50K",
        "--gpu", "h100,a100-80gb"],
+      ["plan", "train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--lora-targets", "all-linear",
+       "--dataset-tokens", "300M", "--epochs", "3", "--max-gpus", "8"],
       ["plan", "infer", "--model", "llama-3.1-70b", "--concurrency", "64", "--prompt-len", "4096", "--new-tokens", "512"]]),
     ("sweep", "Memory over a range of one or two workload flags, the largest value that fits each device "
               "(exact, bisected between the swept points), a chart (`--chart`; by default on a terminal) and "

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "hardware.h"
+#include "memory/activations.h"
 #include "memory/workload.h"
 #include "model.h"
 #include "units.h"
@@ -23,24 +24,42 @@ struct TrainingFlops {
   Flops model{0};     // what the model needs: MFU basis (6·N + attention) · tokens, recomputation excluded
   Flops hardware{0};  // what the GPUs execute: + the recomputed forward (HFU basis)
   Params matmul_params{0};  // N in 6·N: active parameters that take part in matmuls (input embeddings excluded)
+  Params adapter_params{0};  // LoRA's A and B over the targeted linears (0 in full training)
   double flops_per_token = 0;
 };
+
+// LoRA adapter parameters (A: r×in, B: out×r) over the decoder linears PEFT targets (routed experts are not).
+inline double lora_adapter_total(const ModelSpec& s, const LoraSpec& lora) {
+  double n = 0;
+  if (lora.rank == 0) return n;
+  for (const auto& [l, count] : layer_kinds(s))
+    for (const ParamGroup& g : layer_params(s, l))
+      if (g.linear && !g.expert && detail::lora_targets_module(lora, g.module))
+        n += double(count) * double(g.count) * double(lora.rank) * double(g.in + g.out);
+  return n;
+}
 
 // PaLM appendix B (Chowdhery et al. 2022): 6·N + 12·L·H·Q·T per token, N the active parameters that multiply
 // (the input-embedding lookup is not a matmul; a tied lm_head is), L layers, H heads, Q head dim, T sequence.
 // MoE counts the routed experts a token visits (experts_per_token of them) plus the router. Full recomputation
 // runs the forward twice: hardware FLOPs (2N + 4·L·H·Q·T) per token more (MosaicML llm-foundry: 8·N·D).
-inline TrainingFlops training_flops(const ModelSpec& s, Tokens tokens, std::int64_t seq, Recompute recompute) {
+// LoRA freezes the base: its backward computes the input gradients (2N) but no weight gradients, so the step
+// needs 4·N for the base and 6 per adapter parameter (forward, input and weight gradient) — the model FLOPs a LoRA
+// step must do, so that its MFU compares with full training's and HFU (what runs, recomputation added) ≥ MFU.
+inline TrainingFlops training_flops(const ModelSpec& s, Tokens tokens, std::int64_t seq, Recompute recompute,
+                                   const LoraSpec& lora = {}) {
   const ParamCounts c = count_params(s);
   double n = double(c.active.in(unit::params)) - double(c.embedding.in(unit::params));
   if (s.tied_embeddings) n += double(s.vocab) * double(s.hidden);  // the shared matrix still multiplies at lm_head
   const double attn = 12.0 * double(s.layers) * double(s.heads) * double(s.head_dim) * double(seq);
+  const double adapters = lora_adapter_total(s, lora);
   TrainingFlops f;
   f.matmul_params = Params(static_cast<std::int64_t>(n));
-  f.flops_per_token = 6.0 * n + attn;
+  f.adapter_params = Params(static_cast<std::int64_t>(adapters));
+  f.flops_per_token = (lora.rank > 0 ? 4.0 * n + 6.0 * adapters : 6.0 * n) + attn;
   f.model = Flops(f.flops_per_token * double(tokens.in(unit::tokens)));
   double per_token_hw = f.flops_per_token;
-  if (recompute == Recompute::full) per_token_hw += 2.0 * n + attn / 3.0;
+  if (recompute == Recompute::full) per_token_hw += 2.0 * (n + adapters) + attn / 3.0;
   else if (recompute == Recompute::selective) per_token_hw += attn / 3.0;  // attention core recomputed
   f.hardware = Flops(per_token_hw * double(tokens.in(unit::tokens)));
   return f;
@@ -115,6 +134,8 @@ inline ScalingPoint compute_optimal(const ScalingApproach& a, Flops budget) {
 
 // Default token count when the user gives none: about 20 tokens per parameter (Hoffmann et al. Table 3).
 inline constexpr double chinchilla_tokens_per_param = 20.0;
+// A fine-tune has no compute-optimal token count: without its dataset size, time and cost are per 1B tokens.
+inline constexpr std::int64_t fine_tune_default_tokens = 1'000'000'000;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Time at a model-FLOPs utilisation.
@@ -165,10 +186,5 @@ inline MfuDefault default_mfu(const Device& d, ComputeFormat f) {
   return {0.40, "Llama 3 405B on H100: 38–43 % MFU; MosaicML on H100: 40–46 %"};
 }
 
-// ZeRO-Offload's optimizer step on the host, per parameter of the GPU's shard and step: measured on 2 × H200 with
-// FSDP2 CPUOffloadPolicy (torch's CPU AdamW plus the parameter/gradient copies over PCIe): 6.6 s of a 6.9 s step
-// for 1.6B parameters per GPU (tests/data/calibration/measured_d1.jsonl). DeepSpeed's CPU-Adam is faster; this is
-// the conservative, measured figure.
-inline constexpr double offload_seconds_per_param = 4.1e-9;
 
 }  // namespace gpuplan

@@ -69,9 +69,15 @@ class TrainingMemoryScreen {
     count(inv.embedding);
     for (std::size_t l = 0; l < inv.layers(); ++l) count(inv.layer(l));
     count(inv.head);
-    per_param_states_ = (base.optimizer == Optimizer::adamw_8bit ? adamw_8bit_bytes_per_param
+    per_param_states_ = (is_adamw_8bit(base.optimizer) ? adamw_8bit_bytes_per_param
                                                                  : state_elements / numel * pr.state) + pr.master;
     step_temp_per_param_ = step_temporaries_per_param(base.optimizer, pr.state, pr.master);
+    if (base.lora.rank > 0) {
+      // LoRA: the frozen base has no gradients or states (the adapters' are small: left out of the bound); QLoRA
+      // keeps the decoder linears in NF4, 4.127 bits (the bound takes that width for every parameter).
+      per_param_grad_ = per_param_states_ = step_temp_per_param_ = 0;
+      if (base.lora.qlora) per_param_weight_ = (4.0 + 8.0 / 64 + 32.0 / (64 * 256)) / 8.0;
+    }
     // Parameters per layer: replicated under TP (norms, router) and split (heads, FFN), separated by evaluating
     // the inventory at doubled split widths (parallel.h).
     const ModelSpec wide = doubled_split_widths(s);
@@ -107,6 +113,10 @@ class TrainingMemoryScreen {
     // 16-bit logits, 4 more with the vocabulary-parallel loss.
     const double cl = pr.compute;
     loss_per_vocab_ = cl + 8.0 + (cl < 4 ? cl : 0.0);
+    // torchtune's chunked loss keeps the 16-bit logits and one chunk's buffers; Liger's fused loss the hidden
+    // states' gradient (tensors.h loss_buffers; the fused loss's one chunk of logits left out of the bound).
+    if (base.loss == Loss::chunked) loss_per_vocab_ = cl + (8.0 + cl) / double(base.loss_chunks);
+    if (base.loss == Loss::fused) loss_per_vocab_ = cl * h / V;
     logit_bytes_ = cl;
     vocab_ = V;
     hidden_ = h;
@@ -207,6 +217,12 @@ struct TrainingPlan {
   std::int64_t verified = 0;              // full estimates run
   std::int64_t rejected = 0;              // of those, over the headroom
   Flops model_flops{0};
+  // When nothing qualifies: the bound that failed (memory, deadline, budget or headroom) and the setup closest to
+  // meeting it (for memory: the smallest screen bytes over usable memory; deadline: the fastest; budget: the
+  // cheapest; headroom: the smallest full estimate).
+  std::string failed_bound;
+  std::optional<TrainingCandidate> closest;
+  double closest_ratio = 0;                // the closest setup's value over the bound (memory: bytes / usable)
   std::vector<std::string> assumptions;
 };
 
@@ -241,7 +257,6 @@ inline void validate(const TrainingPlanRequest& req) {
   if (req.top < 1 || req.top > 100) throw InputError("--top must be between 1 and 100");
   if (req.max_gpus < 1 || req.max_gpus > 1'000'000) throw InputError("--max-gpus must be between 1 and 1,000,000");
   if (!(req.global_batch_tokens >= double(req.base.seq))) throw InputError("--global-batch must hold at least one sequence");
-  if (req.base.lora.rank > 0) throw InputError("plan train searches full training; LoRA is not in the search");
 }
 
 // A device with one of its offerings (the cheapest per instance size: the same time at a higher price never wins).
@@ -302,7 +317,8 @@ void for_each_layout(const ModelSpec& s, const TrainingPlanRequest& req, F&& f) 
             for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
                 for (Offload off : {Offload::none, Offload::cpu}) {
-                  if (off != Offload::none && zero == 0) continue;  // ZeRO-Offload works on ZeRO's partitions
+                  // ZeRO-Offload works on ZeRO's partitions; on one GPU the whole model is the partition.
+                  if (off != Offload::none && zero == 0 && dp > 1) continue;
                   f(TrainingLayout{n, tp, pp, zero, mb, m, ep, rc, off}, per_step);
                 }
           }
@@ -318,9 +334,10 @@ struct LayoutWork {
 
 // The model's figures the work depends on, counted once per plan.
 struct ModelTotals {
-  double params = 0, tensors = 0;
-  explicit ModelTotals(const ModelSpec& s)
-      : params(double(count_params(s).total.in(unit::params))), tensors(trainable_tensors(s, LoraSpec{})) {}
+  double params = 0, tensors = 0;  // trainable: every parameter, or LoRA's adapters
+  ModelTotals(const ModelSpec& s, const LoraSpec& lora)
+      : params(lora.rank > 0 ? lora_adapter_total(s, lora) : double(count_params(s).total.in(unit::params))),
+        tensors(trainable_tensors(s, lora)) {}
 };
 
 inline LayoutWork layout_work(const ModelTotals& totals, const TrainingPlanRequest& req,
@@ -366,7 +383,9 @@ class LayoutStages {
   const std::vector<Communication>& comms(double local_params) {
     if (!comms_) {
       const PrecisionRecipe pr = recipe_of(w_.precision);
-      comms_.emplace(std::vector<Communication>{data_parallel_communication(w_, local_params, pr.weight, pr.grad)});
+      const double el = w_.lora.rank > 0 ? 4.0 : 0.0;  // PEFT's adapters and their gradients are fp32
+      comms_.emplace(std::vector<Communication>{
+          data_parallel_communication(w_, local_params, el > 0 ? el : pr.weight, el > 0 ? el : pr.grad)});
       for (auto& x : model_parallel_communication(s_, w_, (s_.layers + w_.pp - 1) / w_.pp, pr.compute))
         if (x.bytes_per_gpu.in(unit::bytes) > 0) comms_->push_back(std::move(x));
     }
@@ -411,7 +430,7 @@ inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const T
     in.trainable_on_gpu = k.local_params;
     in.param_tensors = k.param_tensors;
     in.host_optimizer_seconds =
-        L.offload != Offload::none ? k.local_params / double(L.zero >= 1 ? L.dp() : 1) * offload_seconds_per_param : 0.0;
+        L.offload != Offload::none ? host_optimizer_seconds(k.local_params / double(L.zero >= 1 ? L.dp() : 1), w.profile) : 0.0;
     in.comms = comms;
     TimeOptions o;
     o.network = req.network;
@@ -440,8 +459,14 @@ inline void verify_candidates(const ModelSpec& s, const TrainingPlanRequest& req
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     const TrainingEstimate e = estimate_training_memory(s, layout_workload(req.base, c.layout));
     ++plan.verified;
-    if (e.memory.total.in(unit::bytes) > c.device->capacity().in(unit::bytes) * (1 - req.headroom)) {
+    const double ratio = e.memory.total.in(unit::bytes) / (c.device->capacity().in(unit::bytes) * (1 - req.headroom));
+    if (ratio > 1) {
       ++plan.rejected;
+      if (!plan.closest || ratio < plan.closest_ratio) {
+        plan.closest = c;
+        plan.closest->memory = e.memory.total;
+        plan.closest_ratio = ratio;
+      }
       continue;
     }
     c.memory = e.memory.total;
@@ -487,9 +512,12 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   detail::validate(req);
   const std::vector<detail::DeviceChoice> choices = detail::device_choices(req, cat);
   TrainingPlan plan;
-  plan.model_flops = training_flops(s, req.tokens, req.base.seq, Recompute::none).model;
+  plan.model_flops = training_flops(s, req.tokens, req.base.seq, Recompute::none, req.base.lora).model;
   const TrainingMemoryScreen screen(s, req.base);
-  const detail::ModelTotals totals(s);
+  const detail::ModelTotals totals(s, req.base.lora);
+  // The setups nearest each bound, for the answer when nothing qualifies.
+  std::optional<TrainingCandidate> nearest_memory, fastest_late, cheapest_over;
+  double memory_ratio = 0;
   detail::StageWorkCache stage_work;
 
   // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
@@ -507,8 +535,24 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     detail::LayoutStages stages(s, detail::layout_workload(req.base, L), stage_work);
     for (const auto& ch : choices) {
       ++plan.evaluated;
+      if (bytes > ch.usable && (!nearest_memory || bytes / ch.usable < memory_ratio)) {
+        nearest_memory.emplace();
+        nearest_memory->device = ch.device;
+        nearest_memory->offering = ch.offering;
+        nearest_memory->layout = L;
+        nearest_memory->screen_bytes = bytes;
+        memory_ratio = bytes / ch.usable;
+      }
       auto c = detail::price_layout(s, req, stages, L, bytes, work, ch, plan.model_flops.in(unit::flop));
-      if (!c || (req.deadline && c->time > *req.deadline) || (req.budget && c->cost > *req.budget)) continue;
+      if (!c) continue;
+      if (req.deadline && c->time > *req.deadline) {
+        if (!fastest_late || c->time < fastest_late->time) fastest_late = c;
+        continue;
+      }
+      if (req.budget && c->cost > *req.budget) {
+        if (!cheapest_over || c->cost < cheapest_over->cost) cheapest_over = c;
+        continue;
+      }
       ++plan.candidates;
       if (heap.size() < keep) heap.push(std::move(*c));
       else if (worse(*c, heap.top())) {
@@ -521,6 +565,22 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   for (; !heap.empty(); heap.pop()) ranked.push_back(heap.top());
   std::reverse(ranked.begin(), ranked.end());
   detail::verify_candidates(s, req, std::move(ranked), plan);
+  if (plan.best.empty()) {
+    if (plan.closest) plan.failed_bound = "headroom";  // the screen passed, the full estimate did not
+    else if (fastest_late) {
+      plan.failed_bound = "deadline";
+      plan.closest = fastest_late;
+      plan.closest_ratio = fastest_late->time.in(unit::seconds) / req.deadline->in(unit::seconds);
+    } else if (cheapest_over) {
+      plan.failed_bound = "budget";
+      plan.closest = cheapest_over;
+      plan.closest_ratio = cheapest_over->cost.in(unit::usd) / req.budget->in(unit::usd);
+    } else {
+      plan.failed_bound = "memory";
+      plan.closest = nearest_memory;
+      plan.closest_ratio = memory_ratio;
+    }
+  }
   plan.assumptions = detail::training_plan_assumptions(req, plan);
   return plan;
 }

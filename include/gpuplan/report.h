@@ -120,7 +120,10 @@ inline nlohmann::json training_json(const ModelSpec& s, const TrainingWorkload& 
             {"lora", lora},
             {"gpus", w.gpus},
             {"zero", w.zero},
-            {"profile", spell<Profile>(profile_names, w.profile)}}},
+            {"profile", spell<Profile>(profile_names, w.profile)},
+            {"loss", w.loss == Loss::chunked ? std::string("chunked:") + std::to_string(w.loss_chunks)
+                                             : std::string(spell<Loss>(loss_names, w.loss))},
+            {"activation_offload", w.activation_offload}}},
           {"trainable_params", e.shape.trainable.in(unit::params)},
           {"trainable_params_on_gpu", e.shape.trainable_on_gpu.in(unit::params)},
           {"memory", detail::memory_json(e.memory)},

@@ -242,6 +242,18 @@ inline void add_lora(MicrobatchWork& m, const WorkContext& x, double n, double r
   m.backward.host_ops += n * 8;
 }
 
+// QLoRA's NF4 base weights (bitsandbytes 0.45, MatMul4Bit): every use of a weight in a matmul first dequantizes it
+// to bf16 (dequantize_4bit: read the packed 4-bit codes, 0.5 B, and the blockwise absmax, write 2 B), then the
+// matmul reads the bf16 copy; forward once, backward once more for the input gradient (and once more in the
+// recomputed forward). Memory-bound: ~2.5 bytes per weight per use, and two operators.
+inline void add_dequantize(MicrobatchWork& m, const WorkContext& x, double weights) {
+  const double bytes = weights * (0.5 + 2.0 + 4.0 / 64.0);
+  m.forward.memory_bytes += bytes;
+  m.backward.memory_bytes += bytes * (1.0 + x.recompute_fwd);
+  m.forward.host_ops += 2;
+  m.backward.host_ops += 2 * (1.0 + x.recompute_fwd);
+}
+
 // `n` decoder layers of the kind of layer `l`: their matmuls, memory-bound kernels and host operators.
 inline void add_layers(MicrobatchWork& m, const WorkContext& x, std::int64_t l, double n, double local_experts) {
   const ModelSpec& r = x.r;
@@ -255,6 +267,7 @@ inline void add_layers(MicrobatchWork& m, const WorkContext& x, std::int64_t l, 
                                  : x.tokens * double(r.moe.experts_per_token) * double(x.w.ep) / double(r.moe.experts);
     }
     add_matmul(m, x, rows, double(g.out), double(g.in), n * count, x.full_ft);
+    if (x.w.lora.qlora) add_dequantize(m, x, double(g.out) * double(g.in) * n * count);
     if (!x.full_ft && !g.expert && lora_targets_module(x.w.lora, g.module))
       add_lora(m, x, n, rows, double(g.out), double(g.in));
   }
@@ -322,7 +335,9 @@ inline void add_head(MicrobatchWork& m, const WorkContext& x) {
   // Eager cross-entropy: logits to fp32, log-softmax, NLL; backward softmax − one-hot, back to the logits' dtype:
   // ≈ 24 + 2c bytes per logit (Gemma 2's final soft-cap: tanh and scales, 24 more). Fused (Megatron's
   // vocab-parallel or a fused CE kernel): read the logits twice, write the gradient: 4c.
-  const double per_logit = x.fused ? 4 * x.c : 24 + 2 * x.c + (x.r.final_logit_softcap > 0 ? 24.0 : 0.0);
+  // torchtune's chunked loss (compiled per chunk) and Liger's fused linear cross-entropy make the fused passes too.
+  const bool fused = x.fused || x.w.loss != Loss::eager;
+  const double per_logit = fused ? 4 * x.c : 24 + 2 * x.c + (x.r.final_logit_softcap > 0 ? 24.0 : 0.0);
   // Of those passes the forward makes the upcast and the log-softmax (~40 %), backward the rest.
   m.forward.memory_bytes += x.tokens * V * per_logit * 0.4;
   m.backward.memory_bytes += x.tokens * V * per_logit * 0.6;
@@ -376,7 +391,8 @@ inline double optimizer_bytes_per_param(const TrainingWorkload& w, Kernels kerne
     case Optimizer::sgd_momentum: passes = fused ? 5 : 8; break;
     case Optimizer::lion: passes = fused ? 6 : 12; break;
     case Optimizer::adafactor: passes = 30; break;  // HF Adafactor: row/column factors, RMS, several ops
-    case Optimizer::adamw_8bit: return 10.0;       // bitsandbytes fused: 2-byte p/g, 1-byte states
+    case Optimizer::adamw_8bit:
+    case Optimizer::paged_adamw_8bit: return 10.0;  // bitsandbytes fused: 2-byte p/g, 1-byte states
   }
   return passes * state + (pr.master > 0 ? 6.0 : 0.0);
 }
@@ -388,6 +404,40 @@ inline double trainable_tensors(const ModelSpec& s, const LoraSpec& lora) {
     for (const ParamGroup& g : layer_params(s, l))
       n += double(count) * (lora.rank == 0 ? 1.0 : (g.linear && !g.expert && detail::lora_targets_module(lora, g.module)) ? 2.0 : 0.0);
   return lora.rank == 0 ? n + 3 : n;  // embedding, final norm, lm_head
+}
+
+// ZeRO-Offload's optimizer step on the host, per step, for `params` parameters of this GPU's shard, by the
+// implementation that runs it:
+// - pytorch (FSDP2 CPUOffloadPolicy: torch's CPU AdamW plus the parameter and gradient copies over PCIe): measured
+//   on 2 × H200, 6.6 s of a 6.9 s step for 1.6B parameters per GPU (tests/data/calibration/measured_d1.jsonl):
+//   4.1 ns per parameter, copies included;
+// - deepspeed (DeepSpeedCPUAdam, AVX-512, fused with the copy back of the 16-bit parameters): "between 5x to 7x
+//   speedup over torch.optim.adam(W)" (DeepSpeed's optimizer documentation; ZeRO-Offload, Ren et al. 2021 §5.1):
+//   torch's CPU AdamW alone is ~3.75 ns per parameter of that measurement (less ~12 B per parameter over PCIe),
+//   so 3.75 / 6 ≈ 0.6 ns, plus the 16-bit parameters back over PCIe 5 (the fp32 gradients' copy overlaps backward).
+inline constexpr double torch_cpu_offload_seconds_per_param = 4.1e-9;
+inline constexpr double deepspeed_cpu_adam_seconds_per_param = 3.75e-9 / 6.0;
+
+inline double host_optimizer_seconds(double params, Profile profile) {
+  if (profile == Profile::deepspeed) return params * (deepspeed_cpu_adam_seconds_per_param + 2.0 / pcie5_x16_bytes_per_s);
+  return params * torch_cpu_offload_seconds_per_param;
+}
+
+// Activation offloading's copies per micro-batch: every saved tensor to the host in forward and back in backward,
+// over PCIe 5 on side streams (torchtune OffloadActivations): what the compute does not cover waits.
+inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkload& w, double tokens, double compute) {
+  if (!w.activation_offload) return 0.0;
+  const PrecisionRecipe pr = recipe_of(w.precision);
+  double per_token = 0;
+  if (w.recompute == Recompute::full) per_token = pr.stream * double(s.hidden) * double(s.layers);
+  else {
+    const detail::LayerActivationModel act(s, w, {pr.compute, pr.stream, pr.autocast});
+    for (std::int64_t l = 0; l < s.layers; ++l) per_token += act.layer(l).per_token;
+  }
+  // This GPU's share: its pipeline stage's layers, its tensor-parallel slice (the hidden-width tensors too, as
+  // under sequence parallelism: a bound from below where they are replicated).
+  const double share = 1.0 / double(w.pp * w.tp);
+  return std::max(0.0, 2.0 * per_token * share * tokens / pcie5_x16_bytes_per_s - compute);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -518,6 +568,9 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
       t.hardware_flops = sw.work.matmul_flops + sw.work.attention_flops;
     }
   }
+  // Activation offloading's copies beyond what the micro-batch's compute covers.
+  if (in.model) slot += activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp)),
+                                                   fwd.gpu() + bwd.gpu());
   const double m = double(w.grad_accum);
   // Hiding the expert all-to-all behind compute takes streaming multiprocessors from the compute kernels: DeepSeek-V3
   // dedicates 20 of the H800's 132 SMs to communication (technical report §3.2.2): compute runs 132/112 as long.

@@ -98,6 +98,13 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"train", "--model", "llama-3.1-8b", "--pp-first-layers", "3"}, ExitCode::usage, "--pp of 2"},
       {{"train", "--model", "llama-3.1-8b", "--gpus", "4", "--pp", "4", "--pp-first-layers", "7", "--pp-last-layers", "6"}, ExitCode::usage, "middle stages"},
       {{"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--mfu", "1.5"}, ExitCode::usage, "--mfu"},
+      {{"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--objective", "best"}, ExitCode::usage, "--objective"},
+      {{"train", "--model", "llama-3.1-8b", "--advise"}, ExitCode::usage, "--advise needs --gpu"},
+      {{"train", "--model", "llama-3.1-8b", "--loss", "fast"}, ExitCode::usage, "loss"},
+      {{"train", "--model", "llama-3.1-8b", "--loss", "fused:4"}, ExitCode::usage, "chunked:N"},
+      {{"train", "--model", "llama-3.1-8b", "--loss", "chunked:0"}, ExitCode::usage, "chunked:N"},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--qlora"}, ExitCode::usage, "--lora-rank"},
+      {{"plan", "train", "--model", "llama-3.1-8b", "--epochs", "2"}, ExitCode::usage, "together"},
       {{"plan"}, ExitCode::usage, ""},
       {{"plan", "train", "--model", "llama-3.1-8b", "--objective", "fast"}, ExitCode::usage, "objective"},
       {{"plan", "train", "--model", "llama-3.1-8b", "--headroom", "120%"}, ExitCode::usage, "percentage"},
@@ -733,4 +740,111 @@ TEST_CASE("cli: --version names the calibration and every catalog's date, alone 
   const auto parsed = run_cli({"--quiet", "--version"});
   CHECK(parsed.code == ExitCode::ok);
   CHECK(parsed.out == r.out);
+}
+
+namespace {
+// The user's arguments with an advice entry's flags, each replacing the same flag given before (with its value).
+std::vector<std::string> with_flags(std::vector<std::string> args, const nlohmann::json& flags) {
+  static const std::vector<std::string> switches{"--qlora", "--activation-offload", "--advise", "--fine-tune"};
+  std::vector<std::string> add;
+  for (const auto& f : flags) add.push_back(f.get<std::string>());
+  for (std::size_t i = 0; i < add.size(); ++i) {
+    if (add[i].rfind("--", 0) != 0) continue;
+    const bool sw = std::find(switches.begin(), switches.end(), add[i]) != switches.end();
+    for (std::size_t k = 0; k < args.size(); ++k)
+      if (args[k] == add[i]) {
+        args.erase(args.begin() + long(k), args.begin() + long(k) + (sw ? 1 : 2));
+        break;
+      }
+  }
+  args.insert(args.end(), add.begin(), add.end());
+  return args;
+}
+}  // namespace
+
+TEST_CASE("cli: fit advice: each entry fits, and gpuplan with its flags reproduces it", "[cli][advice]") {
+  // "Can I full-fine-tune Llama 3.1 8B on one H100?" — no (158 GiB); the advice says what would fit.
+  const std::vector<std::string> base{"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "4",
+                                      "--fine-tune", "--format", "json"};
+  auto r = run_cli(base);
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fit"]["fits"] == false);
+  REQUIRE(j["advice"].size() >= 3);
+  CHECK(j["advice_objective"] == "least-change");
+  std::vector<std::string> changes;
+  for (const auto& a : j["advice"]) {
+    for (const char* k : {"change", "flags", "total_bytes", "step_seconds", "cost"}) CHECK(a.contains(k));
+    changes.push_back(a["change"].get<std::string>());
+    const auto again = run_cli(with_flags(base, a["flags"]));
+    INFO(a["change"].get<std::string>());
+    REQUIRE(again.code == ExitCode::ok);
+    const auto k = nlohmann::json::parse(again.out);
+    CHECK(k["fit"]["fits"] == true);
+    CHECK(k["memory"]["total_bytes"] == a["total_bytes"]);
+    CHECK(k["time"]["step_seconds"] == a["step_seconds"]);
+    CHECK(k["cost"]["usd"] == a["cost"]["usd"]);
+    CHECK(!k.contains("advice"));  // it fits: no advice unless --advise
+  }
+  // LoRA is among them; the least change comes first (a micro-batch traded for accumulation changes nothing else).
+  CHECK(std::any_of(changes.begin(), changes.end(), [](const std::string& c) { return c.find("LoRA") != std::string::npos; }));
+  // Cheapest ranks by dollars (per token: every entry prices the same run).
+  auto c = base;
+  c.insert(c.end(), {"--objective", "cheapest"});
+  j = nlohmann::json::parse(run_cli(c).out);
+  for (std::size_t i = 1; i < j["advice"].size(); ++i)
+    CHECK(j["advice"][i - 1]["cost"]["usd"].get<double>() / j["advice"][i - 1]["cost"]["tokens"].get<double>() <=
+          j["advice"][i]["cost"]["usd"].get<double>() / j["advice"][i]["cost"]["tokens"].get<double>());
+  // With --advise a setup that fits gets its alternatives too; the table lists them.
+  r = run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100-sxm", "--advise", "--objective", "fastest"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(r.out, Catch::Contains("Advice"));
+  CHECK_THAT(r.out, Catch::Contains("best first by fastest"));
+}
+
+TEST_CASE("cli: a fine-tune's tokens are its dataset's, else results per 1B tokens", "[cli][compute]") {
+  auto j = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--gpu", "h100-sxm",
+                                          "--format", "json"}).out);
+  CHECK(j["compute"]["tokens"] == 1'000'000'000);
+  CHECK_THAT(j["compute"]["tokens_basis"].get<std::string>(), Catch::Contains("per 1B tokens"));
+  // MFU counts a LoRA step's own FLOPs (4 per frozen parameter): HFU, the same count plus recomputation, is not lower.
+  CHECK(j["time"]["hfu"].get<double>() >= j["time"]["mfu"].get<double>());
+  j = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--dataset-tokens", "300M",
+                                     "--epochs", "3", "--format", "json"}).out);
+  CHECK(j["compute"]["tokens"] == 900'000'000);
+  j = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--fine-tune", "--format", "json"}).out);
+  CHECK(j["compute"]["tokens"] == 1'000'000'000);
+}
+
+TEST_CASE("cli: plan train plans LoRA and QLoRA fine-tunes, and says which bound failed", "[cli][plan]") {
+  auto r = run_cli({"plan", "train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--lora-targets", "all-linear",
+                    "--dataset-tokens", "300M", "--epochs", "3", "--max-gpus", "8", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["request"]["tokens"] == 900'000'000);
+  CHECK(j["request"]["lora"]["rank"] == 16);
+  CHECK(j["request"]["global_batch_tokens"] == 524288);
+  CHECK(!j["best"].empty());
+  CHECK(j["no_setup"].is_null());
+  // QLoRA of a 32B model on one 24 GB card at 4K context: not with HF's loss (the fp32 logits of a 152K vocabulary);
+  // with Liger's fused loss and full recomputation, at 5 % headroom.
+  r = run_cli({"plan", "train", "--model", "qwen2.5-32b", "--lora-rank", "16", "--qlora", "--seq", "4096",
+               "--gpu", "rtx-4090", "--max-gpus", "1", "--format", "json"});
+  CHECK(r.code == ExitCode::limit);
+  r = run_cli({"plan", "train", "--model", "qwen2.5-32b", "--lora-rank", "16", "--qlora", "--seq", "4096", "--loss", "fused",
+               "--headroom", "5%", "--gpu", "rtx-4090", "--max-gpus", "1", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["best"][0]["layout"]["recompute"] == "full");
+  // A full fine-tune of an 8B model on one GPU: CPU offload is in the search.
+  r = run_cli({"plan", "train", "--model", "llama-3.1-8b", "--fine-tune", "--gpu", "h100-sxm", "--max-gpus", "1", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  // Nothing fits: the bound and the closest setup are named.
+  r = run_cli({"plan", "train", "--model", "llama-3.1-70b", "--max-gpus", "1", "--format", "json"});
+  CHECK(r.code == ExitCode::limit);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["no_setup"]["bound"] == "memory");
+  CHECK_THAT(r.err, Catch::Contains("the closest"));
+  r = run_cli({"plan", "train", "--model", "llama-3.1-8b", "--tokens", "100B", "--deadline", "1h", "--max-gpus", "8"});
+  CHECK(r.code == ExitCode::limit);
+  CHECK_THAT(r.err, Catch::Contains("the deadline (1.0 h): the fastest setup that fits"));
 }

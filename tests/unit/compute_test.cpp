@@ -113,3 +113,17 @@ TEST_CASE("price_run: an offering is a device's when the catalog's first match f
   CHECK(for_b[0].per_gpu_hour.in(unit::usd_per_hour) == 3);
   CHECK(for_b[1].per_gpu_hour.in(unit::usd_per_hour) == 4);
 }
+
+TEST_CASE("training_flops: a LoRA step needs 4 FLOPs per frozen parameter and 6 per adapter parameter", "[compute]") {
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  LoraSpec lora;
+  lora.rank = 16;
+  lora.targets = {"q_proj", "v_proj"};
+  const auto f = training_flops(m, Tokens(1), 2048, Recompute::full, lora);
+  // Adapters: 32 layers × 16 × ((4096 + 4096) + (4096 + 1024)) = 6,815,744 (PEFT's count for q_proj, v_proj).
+  CHECK(f.adapter_params.in(unit::params) == 6'815'744);
+  const double n = 7'504'924'672, attn = 12.0 * 32 * 32 * 128 * 2048;
+  CHECK(f.flops_per_token == Approx(4 * n + 6 * 6'815'744.0 + attn));
+  // Recomputation runs the forward again, adapters included: hardware ≥ model.
+  CHECK(f.hardware.in(unit::flop) == Approx(f.flops_per_token + 2 * (n + 6'815'744.0) + attn / 3));
+}

@@ -204,7 +204,8 @@ TEST_CASE("plan steps: the search space keeps only layouts the frameworks can ru
     CHECK(s.kv_heads % L.tp == 0);
     CHECK(L.gpus % (L.tp * L.pp) == 0);
     CHECK((L.zero == 0 || L.dp() > 1));                      // ZeRO needs ranks to shard over
-    CHECK((L.offload == Offload::none || L.zero > 0));       // offload works on ZeRO's partitions
+    // Offload works on ZeRO's partitions; on one data-parallel rank the whole model is the partition.
+    CHECK((L.offload == Offload::none || L.zero > 0 || L.dp() == 1));
     CHECK(L.ep == 1);                                         // a dense model
     CHECK(per_step == double(L.micro_batch) * double(req.base.seq) * double(L.dp()));
     CHECK(per_step * double(L.grad_accum) == Approx(req.global_batch_tokens).epsilon(0.5));
@@ -219,7 +220,7 @@ TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[
   const Catalog cat = one_device_catalog();
   const auto choices = detail::device_choices(req, cat);
   REQUIRE(choices.size() == 1);
-  const detail::ModelTotals totals(s);
+  const detail::ModelTotals totals(s, LoraSpec{});
   TrainingLayout L{8, 2, 1, 1, 1, 8, 1, Recompute::none, Offload::none};
   const auto work = detail::layout_work(totals, req, L, 8.0 * 2048 * 4);
   detail::StageWorkCache cache;

@@ -115,3 +115,23 @@ TEST_CASE("step time: the slower host sets the pace of small steps; the GPU of l
   // The parts add up.
   CHECK(big.compute == Approx(big.matmul + big.attention + big.memory_bound + big.host_bound));
 }
+
+TEST_CASE("step time: QLoRA dequantizes its NF4 base per use; offload's host step by implementation", "[time]") {
+  const ModelSpec& s = find_preset("llama-3.1-8b").spec;
+  TrainingWorkload w;
+  w.seq = 2048;
+  w.lora.rank = 16;
+  w.lora.targets = {"all-linear"};
+  const MicrobatchWork lora = microbatch_work(s, w, 2048, true, Kernels::eager);
+  w.lora.qlora = true;
+  const MicrobatchWork qlora = microbatch_work(s, w, 2048, true, Kernels::eager);
+  // The same FLOPs; forward and backward each read the packed codes and write a bf16 copy of every decoder linear:
+  // 32 layers × 218,103,808 weights × (0.5 + 2 + 1/16) B.
+  CHECK(qlora.matmul_flops == lora.matmul_flops);
+  const double linears = 32.0 * 218'103'808;
+  CHECK(qlora.forward.memory_bytes - lora.forward.memory_bytes == Approx(linears * 2.5625));
+  CHECK(qlora.backward.memory_bytes - lora.backward.memory_bytes == Approx(linears * 2.5625));
+  // DeepSpeed's CPUAdam runs 5–7× torch's CPU AdamW (DeepSpeed docs): a 1B shard's host step is ~0.7 s, not 4.1.
+  CHECK(host_optimizer_seconds(1e9, Profile::pytorch) == Approx(4.1));
+  CHECK(host_optimizer_seconds(1e9, Profile::deepspeed) == Approx(0.625 + 2.0 / 32));
+}

@@ -268,3 +268,41 @@ TEST_CASE("data_parallel_communication: ring collectives per GPU", "[parallel]")
   w.gpus = 1;
   CHECK(data_parallel_communication(w, 1e9, 2, 2).bytes_per_gpu.in(unit::bytes) == 0);
 }
+
+TEST_CASE("estimate_training_memory: the memory savers (chunked and fused loss, paged 8-bit AdamW, activation offload)",
+          "[memory][training]") {
+  auto w = workload(Precision::pure_bf16, Optimizer::adamw, 2, 2048);
+  const auto eager = estimate_training_memory(llama1b(), w);
+  const double T = 2 * 2048;
+  // Eager HF loss, backward: bf16 logits + two fp32 buffers + the bf16 gradient = 12 B per logit (tensors.h).
+  CHECK(b(phase(eager, "backward").at.logits) >= 12 * V * T);
+  // torchtune's chunked loss: the bf16 logits stay, the fp32 buffers of one chunk of 8: 2 + (8 + 2)/8 B per logit.
+  w.loss = Loss::chunked;
+  const auto chunked = estimate_training_memory(llama1b(), w);
+  double most = 0;
+  for (const auto& m : chunked.memory.moments) most = std::max(most, b(m.at.logits));
+  CHECK(most == Approx((2.0 + 10.0 / 8) * V * T));
+  // Liger's fused linear cross-entropy: no [T, V] tensor; the hidden states' gradient (T × h, bf16) and one chunk
+  // of next_pow2(⌈4096 / ⌈128256/2048⌉⌉) = next_pow2(66) = 128 tokens' logits.
+  w.loss = Loss::fused;
+  const auto fused = estimate_training_memory(llama1b(), w);
+  most = 0;
+  for (const auto& m : fused.memory.moments) most = std::max(most, b(m.at.logits));
+  CHECK(most == Approx(2 * T * h + 2 * 128 * V));
+  CHECK(b(fused.memory.total) < b(chunked.memory.total));
+  CHECK(b(chunked.memory.total) < b(eager.memory.total));
+  // Paged 8-bit AdamW: the 2.03 B per parameter of states leave the GPU's peak for host memory (unified memory).
+  w = workload(Precision::pure_bf16, Optimizer::adamw_8bit, 1, 512);
+  const auto bnb = estimate_training_memory(llama1b(), w);
+  w.optimizer = Optimizer::paged_adamw_8bit;
+  const auto paged = estimate_training_memory(llama1b(), w);
+  CHECK(b(phase(bnb, "optimizer").at.optimizer_states) == Approx(N1b * (2 + 8.0 / 256)));
+  CHECK(b(phase(paged, "optimizer").at.optimizer_states) == 0);
+  CHECK(b(paged.host_memory) == Approx(N1b * (2 + 8.0 / 256)));
+  // Activation offload: between layers nothing saved stays, so the backward peak loses the saved activations.
+  w = workload(Precision::pure_bf16, Optimizer::adamw, 4, 2048);
+  const auto kept = estimate_training_memory(llama1b(), w);
+  w.activation_offload = true;
+  const auto offloaded = estimate_training_memory(llama1b(), w);
+  CHECK(b(phase(offloaded, "forward").at.activations) < 0.2 * b(phase(kept, "forward").at.activations));
+}

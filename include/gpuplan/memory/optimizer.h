@@ -11,7 +11,8 @@ inline double optimizer_state_elements(Optimizer o, double rows, double cols, do
     case Optimizer::adamw:
     case Optimizer::adamw_fused:
     case Optimizer::adam:
-    case Optimizer::adamw_8bit: return 2.0 * numel;  // first and second moments (Kingma & Ba 2015, Alg. 1)
+    case Optimizer::adamw_8bit:
+    case Optimizer::paged_adamw_8bit: return 2.0 * numel;  // first and second moments (Kingma & Ba 2015, Alg. 1)
     case Optimizer::sgd: return 0.0;
     case Optimizer::sgd_momentum:
     case Optimizer::lion: return numel;  // one momentum buffer (Chen et al. 2023: Lion keeps only momentum)

@@ -96,8 +96,26 @@ inline std::vector<std::string> training_assumptions(const ModelSpec& s, const T
   static constexpr const char* kernel_names[] = {"flash", "memory-efficient", "math (materialises scores)", "eager (materialises scores)"};
   as.push_back(std::string("attention kernel: ") +
                kernel_names[static_cast<int>(detail::sdpa_backend(s, w.attention, pr.compute))]);
-  as.push_back("loss: HF ForCausalLMLoss over full-vocabulary logits (fp32 upcast, log-softmax kept for backward); "
-               "only the loss is kept after forward (HF Trainer)");
+  switch (w.loss) {
+    case Loss::eager:
+      as.push_back("loss: HF ForCausalLMLoss over full-vocabulary logits (fp32 upcast, log-softmax kept for backward); "
+                   "only the loss is kept after forward (HF Trainer)");
+      break;
+    case Loss::chunked:
+      as.push_back("loss: torchtune's chunked cross-entropy (v0.6) in " + std::to_string(w.loss_chunks) +
+                   " chunks: 16-bit logits kept, fp32 buffers for one chunk at a time (compiled per chunk)");
+      break;
+    case Loss::fused:
+      as.push_back("loss: Liger's fused linear cross-entropy (v0.5): logits one token chunk at a time, gradients of the "
+                   "hidden states and lm_head computed in forward; no full logits");
+      break;
+  }
+  if (w.activation_offload)
+    as.push_back("activation offloading: saved activations in pinned host memory between forward and their layer's "
+                 "backward (host memory not counted); one layer's activations on the GPU at a time");
+  if (w.optimizer == Optimizer::paged_adamw_8bit)
+    as.push_back("paged 8-bit AdamW: the optimizer states live in CUDA unified memory (evictable to the host); "
+                 "counted in host memory, not in the GPU peak");
   if (pytorch) as.push_back("allocator reserve: three steps replayed through a model of PyTorch's caching allocator");
   if (s.model_type == "derived")
     as.push_back("model shape derived from the parameter count (Llama-2-style: hidden/layers ≈ 128, SwiGLU 8/3·h, "

@@ -18,7 +18,7 @@ namespace gpuplan {
 // Workload
 
 enum class Precision { fp32, bf16, fp16, amp_bf16, amp_fp16, pure_bf16, pure_fp16, fp8 };
-enum class Optimizer { adamw, adamw_fused, adam, sgd, sgd_momentum, adafactor, lion, adamw_8bit };
+enum class Optimizer { adamw, adamw_fused, adam, sgd, sgd_momentum, adafactor, lion, adamw_8bit, paged_adamw_8bit };
 enum class Recompute { none, selective, full };
 enum class Attention { sdpa, flash, eager };
 
@@ -32,7 +32,7 @@ inline constexpr std::array<Spelling<Precision>, 8> precision_names{{
     {Precision::pure_fp16, "pure-fp16"},
     {Precision::fp8, "fp8"},
 }};
-inline constexpr std::array<Spelling<Optimizer>, 8> optimizer_names{{
+inline constexpr std::array<Spelling<Optimizer>, 9> optimizer_names{{
     {Optimizer::adamw, "adamw"},
     {Optimizer::adamw_fused, "adamw-fused"},
     {Optimizer::adam, "adam"},
@@ -41,7 +41,19 @@ inline constexpr std::array<Spelling<Optimizer>, 8> optimizer_names{{
     {Optimizer::adafactor, "adafactor"},
     {Optimizer::lion, "lion"},
     {Optimizer::adamw_8bit, "adamw-8bit"},
+    {Optimizer::paged_adamw_8bit, "paged-adamw-8bit"},
 }};
+// bitsandbytes' 8-bit AdamW, paged or not: the same states and kernel.
+inline bool is_adamw_8bit(Optimizer o) { return o == Optimizer::adamw_8bit || o == Optimizer::paged_adamw_8bit; }
+
+// How the loss is computed over the vocabulary (memory/training/tensors.h loss_buffers):
+//   eager    HF ForCausalLMLoss: the logits, their fp32 copy, log-softmax and its gradient, all at once;
+//   chunked  torchtune's CEWithChunkedOutputLoss (v0.6): the hidden states split into N chunks (default 8) along
+//            the sequence, each chunk's logits upcast and its cross-entropy computed separately;
+//   fused    Liger's LigerFusedLinearCrossEntropyLoss (v0.5): lm_head and the loss fused per chunk of tokens, the
+//            gradient of the hidden states computed in the forward; full logits never exist.
+enum class Loss { eager, chunked, fused };
+inline constexpr std::array<Spelling<Loss>, 3> loss_names{{{Loss::eager, "eager"}, {Loss::chunked, "chunked"}, {Loss::fused, "fused"}}};
 inline constexpr std::array<Spelling<Recompute>, 3> recompute_names{
     {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
 inline constexpr std::array<Spelling<Attention>, 3> attention_names{
@@ -81,6 +93,11 @@ struct TrainingWorkload {
   Offload offload_params = Offload::none;     // ZeRO-3 parameter offload
   Profile profile = Profile::pytorch;
   DeepSpeedConfig deepspeed;                  // --profile deepspeed
+  Loss loss = Loss::eager;
+  std::int64_t loss_chunks = 8;               // --loss chunked:N (torchtune's default num_output_chunks = 8)
+  // Saved activations copied to pinned host memory during forward and back before their layer's backward
+  // (torch.autograd.graph.save_on_cpu; torchtune's OffloadActivations).
+  bool activation_offload = false;
 };
 
 inline void validate(const TrainingWorkload& w) {
@@ -116,6 +133,7 @@ inline void validate(const TrainingWorkload& w) {
   if (!(w.deepspeed.reduce_bucket_size >= 1 && w.deepspeed.reduce_bucket_size <= 1e12) ||
       !(w.deepspeed.prefetch_bucket_size >= 0 && w.deepspeed.prefetch_bucket_size <= 1e12))
     throw InputError("--reduce-bucket-size and --prefetch-bucket-size must be between 1 and 1e12 elements");
+  if (w.loss_chunks < 1 || w.loss_chunks > 65536) throw InputError("--loss chunked:N needs N between 1 and 65536");
   if (w.lora.rank == 0 && (!w.lora.targets.empty() || w.lora.qlora))
     throw InputError("--lora-targets and --qlora need --lora-rank");
 }

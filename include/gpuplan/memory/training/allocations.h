@@ -136,9 +136,13 @@ class TrainingAllocations {
         A_.free(resid_);
         resid_ = next;
       }
-      if (full) {
+      if (full || w_.activation_offload) {  // checkpointed, or copied to the host (the checkpoint too)
         for (Id x : saved_[i]) A_.free(x);
-        saved_[i].assign(1, ckpt);
+        saved_[i].clear();
+        if (w_.activation_offload) A_.free(ckpt);
+        else saved_[i].push_back(ckpt);
+      }
+      if (full) {
         for (Id x : casts_[i]) A_.free(x);
         casts_[i].clear();
       }
@@ -151,6 +155,7 @@ class TrainingAllocations {
   // the loss is kept after forward (HF Trainer) — except under torch pipelining, which keeps every micro-batch's
   // logits until the step ends.
   Id loss_pass() {
+    if (w_.loss != Loss::eager) return chunked_loss_pass();
     const double cl = pr_.compute, VT = st_.head ? g_.V * g_.T : 0.0;  // no loss off the last stage
     const Id logits = A_.malloc(cl * VT);
     const Id cap = s_.final_logit_softcap > 0 ? A_.malloc(cl * VT) : AllocationTimeline::none;
@@ -169,6 +174,19 @@ class TrainingAllocations {
     A_.free(cap);
     A_.free(shifted);
     return g3;
+  }
+
+  // Chunked (torchtune) or fused (Liger) loss: what stays through the loss, one chunk's buffers in forward and in
+  // backward (tensors.h loss_buffers); the gradient handed to lm_head's backward (one chunk's, or the hidden states').
+  Id chunked_loss_pass() {
+    if (!st_.head) return AllocationTimeline::none;
+    const LossBuffers& L = t_.loss;
+    const Id kept = A_.malloc(L.kept);
+    A_.free(A_.malloc(L.chunk_forward));
+    if (w_.loss == Loss::fused) return kept;
+    const Id g = A_.malloc(L.chunk_backward);
+    A_.free(kept);
+    return g;
   }
 
   void add_grad(double bytes) {
@@ -209,8 +227,8 @@ class TrainingAllocations {
       if (m_.sharded && w_.zero == 3) gather();
       std::vector<Id>& re = recomputed_;
       re.clear();
-      if (w_.recompute == Recompute::full) {
-        autocast_casts(i);
+      if (w_.recompute == Recompute::full || w_.activation_offload) {  // recomputed, or back from the host
+        if (w_.recompute == Recompute::full) autocast_casts(i);
         for (double x : t_.layers[i].per_token) re.push_back(A_.malloc(x * g_.T));
         if (t_.layers[i].scores > 0) re.push_back(A_.malloc(t_.layers[i].scores));
       }

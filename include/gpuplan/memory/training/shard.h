@@ -127,11 +127,11 @@ inline ModelStates model_states(const ShardInventory& inv, const TrainingWorkloa
   m.weights = base + m.adapters;
   m.grads = inv.trainable * m.grad_el;
   m.states = inv.state_elements * m.state_el + inv.trainable * m.master;
-  if (w.optimizer == Optimizer::adamw_8bit) m.states = inv.trainable * (adamw_8bit_bytes_per_param + m.master);
+  if (is_adamw_8bit(w.optimizer)) m.states = inv.trainable * (adamw_8bit_bytes_per_param + m.master);
 
   // Sharding across data-parallel ranks (ZeRO paper §5; FSDP full_shard = 3, shard_grad_op = 2).
   m.train_share = zero_share(inv.trainable, inv.trainable_expert);
-  m.state_share = w.optimizer == Optimizer::adamw_8bit ? m.train_share : zero_share(inv.state_elements, inv.state_expert);
+  m.state_share = is_adamw_8bit(w.optimizer) ? m.train_share : zero_share(inv.state_elements, inv.state_expert);
   m.param_share = zero_share(inv.params, inv.expert_params);
   if (m.sharded) {
     if (w.zero >= 1) m.states *= m.state_share;
@@ -152,6 +152,15 @@ inline ModelStates model_states(const ShardInventory& inv, const TrainingWorkloa
   if (w.offload_optimizer != Offload::none) {
     (w.offload_optimizer == Offload::cpu ? m.host : m.nvme) += m.states + m.grads / m.grad_el * 4.0;
     m.gpu_states = 0;
+  }
+  // bitsandbytes' paged optimizers (v0.45, bitsandbytes/functional.py get_paged) allocate their states with
+  // cudaMallocManaged: unified memory, outside PyTorch's caching allocator, which the driver evicts to host memory
+  // page by page when the GPU runs short and pages back in for the step. gpuplan counts them evictable: not in the
+  // GPU's peak, and in host memory (where they live when the GPU needs the room).
+  if (w.optimizer == Optimizer::paged_adamw_8bit && w.offload_optimizer == Offload::none) {
+    const double paged = inv.trainable * adamw_8bit_bytes_per_param * (m.sharded && w.zero >= 1 ? m.state_share : 1.0);
+    m.host += paged;
+    m.gpu_states -= paged;  // the fp32 master weights, where the recipe keeps them, stay
   }
   if (w.offload_params != Offload::none) {
     (w.offload_params == Offload::cpu ? m.host : m.nvme) += m.weights_at_rest;

@@ -58,6 +58,9 @@ struct LossBuffers {
   double vocab_parallel = 0;  // the vocabulary-parallel loss's extra fp32 shard (in both of the above)
   double earlier_outputs = 0; // torch pipelining: the earlier micro-batches' logits, kept until the step ends
   double all_outputs = 0;     // and all of them, merged at the end
+  // Chunked and fused losses (the allocator replay): what stays through the loss (the 16-bit logits, or the hidden
+  // states' gradient) and one chunk's buffers in forward and in backward.
+  double kept = 0, chunk_forward = 0, chunk_backward = 0;
 };
 
 struct StepTensors {
@@ -111,6 +114,10 @@ inline std::vector<LayerTensors> layer_tensors(const ModelSpec& s, const Trainin
       t.saved = pr.stream * g.h * g.T / g.sp_div;  // checkpoint = the layer input (HF non-reentrant, per layer)
     else if (w.recompute == Recompute::selective)
       t.saved = a.per_token * g.T;  // attention core recomputed: the s² terms go (Korthikanti et al. 2022 §5)
+    // Activation offloading (torch.autograd.graph.save_on_cpu, torchtune OffloadActivations v0.6): every saved
+    // tensor goes to pinned host memory as forward makes it and comes back just before its layer's backward, so
+    // between layers the GPU keeps none of them; the layer computing keeps its full activations.
+    if (w.activation_offload) t.saved = 0;
     t.per_token = a.tensors;
     per_token_sum += a.per_token;
     // While a layer runs forward its pre-softmax scores also exist (16-bit, freed after softmax).
@@ -133,6 +140,29 @@ inline LossBuffers loss_buffers(const ModelSpec& s, const TrainingWorkload& w, c
   // Backward through the loss: logits, two fp32 [tokens, V] buffers (nll grad / log-softmax grad) and, for 16-bit
   // logits, the grad cast back to the logits dtype. Measured on H200: 12 B·V per token for bf16 and fp32 logits.
   L.backward = (cl + 8.0 + (cl < 4 ? cl : 0.0)) * g.V * g.T + softcap;
+  if (w.loss == Loss::chunked) {
+    // torchtune CEWithChunkedOutputLoss (v0.6.1, torchtune/modules/loss/ce_chunked_output_loss.py): lm_head runs
+    // per chunk of the sequence, every chunk's 16-bit logits stay (the model's output list); the upcast and the
+    // cross-entropy are compiled per chunk (compute_cross_entropy under torch.compile), so the fp32 buffers exist
+    // for one chunk at a time, in forward and again in backward.
+    const double chunk = g.V * g.T / double(w.loss_chunks);
+    L.kept = cl * g.V * g.T + softcap;
+    L.chunk_forward = (4.0 + 4.0) * chunk;
+    L.chunk_backward = (8.0 + cl) * chunk;
+    L.forward = L.kept + L.chunk_forward;
+    L.backward = L.kept + L.chunk_backward;
+  } else if (w.loss == Loss::fused) {
+    // Liger's fused linear cross-entropy (v0.5.10, liger_kernel/ops/fused_linear_cross_entropy.py): in forward,
+    // per chunk of tokens, the chunk's logits (chunk = next_pow2(⌈T / ⌈V/h⌉⌉) tokens: about T·h/V, so a chunk holds
+    // ~T·h logits), the loss kernel writing the logits' gradient in place, then the hidden states' gradient
+    // (T × h, kept for backward) and lm_head's weight gradient (when it trains) accumulated. No [T, V] tensor.
+    const double inc = std::ceil(g.V / g.h);
+    const double chunk = std::exp2(std::ceil(std::log2(std::max(1.0, std::ceil(g.T / inc)))));
+    L.kept = cl * g.T * g.h;  // the hidden states' gradient
+    L.chunk_forward = cl * std::min(chunk, g.T) * g.V;
+    L.forward = L.kept + L.chunk_forward;
+    L.backward = L.kept;
+  }
   // The vocabulary-parallel loss (torch loss_parallel; Megatron's vocab-parallel cross-entropy works alike) keeps
   // one more fp32 [tokens, V/tp] tensor, the max-shifted logits, through forward and backward (2 × H200, d1 set).
   L.vocab_parallel = w.tp > 1 ? 4.0 * g.V * g.T : 0.0;

@@ -82,6 +82,7 @@ struct TrainOptions {
   std::string profile = "pytorch";
   std::string format = "table";
   FitOptions fit;
+  nlohmann::json from;  // what an imported launch command or config said (src/launch_import.h), else null
 };
 
 struct InferOptions {
@@ -105,6 +106,7 @@ struct InferOptions {
   std::string provider;
   bool spot = false;
   LimitOptions limits;
+  nlohmann::json from;  // what an imported launch command said (src/launch_import.h), else null
 };
 
 struct HardwareOptions {

@@ -12,7 +12,10 @@ void setup_infer(CLI::App& app, InferOptions& o, bool with_options) {
       "  gpuplan infer --model llama-3.1-8b --batch 8 --prompt-len 4096 --new-tokens 256\n"
       "  gpuplan infer --model llama-3.1-70b --weights awq-int4 --kv-dtype fp8 --profile vllm --gpu h100 --tp 2\n"
       "  gpuplan infer --model llama-3.1-8b --weights q4_k_m --profile llama.cpp --gpu rtx-4090 --max-context\n"
-      "  gpuplan infer --config config.json --precision fp16 --format json");
+      "  gpuplan infer --config config.json --precision fp16 --format json\n"
+      "  gpuplan infer --gpu h100 -- vllm serve Qwen/Qwen3-8B --max-model-len 32768 --gpu-memory-utilization 0.9\n"
+      "After --, a serving command (vllm serve, python -m vllm.entrypoints.openai.api_server, llama-server,\n"
+      "llama-cli) is read into the flags above; gpuplan's own flags win. docs/launch.md lists what maps.");
   if (with_options) add_infer_options(*cmd, o);
 }
 
@@ -80,6 +83,7 @@ std::int64_t largest(std::int64_t hi, F fits) {
 ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   nlohmann::json report = infer_report(o);
+  if (!o.from.is_null()) report["from"] = o.from;
   return emit_report(report, o.limits, format, &render_infer_table, out, err);
 }
 

@@ -66,9 +66,7 @@ namespace detail {
 inline void torchrun_flags(TrainImport& t, Argv& args, bool& module) {
   while (!args.done() && Argv::is_flag(args.peek())) {
     const auto tok = args.next();
-    std::string f = tok.name, src;
-    for (auto& c : f)
-      if (c == '-') c = '_';
+    std::string f = respelled(tok.name, '-', '_'), src;
     if (f == "__standalone" || f == "__no_python") t.im.ignore(tok.text, no_memory_effect, false);
     else if (f == "_m" || f == "__module") module = true;
     else if (f == "__nproc_per_node") {
@@ -91,9 +89,7 @@ inline void torchrun_flags(TrainImport& t, Argv& args, bool& module) {
 inline void deepspeed_launcher_flags(TrainImport& t, Argv& args, bool& module) {
   while (!args.done() && Argv::is_flag(args.peek())) {
     const auto tok = args.next();
-    std::string f = tok.name, src;
-    for (auto& c : f)
-      if (c == '-') c = '_';
+    std::string f = respelled(tok.name, '-', '_'), src;
     if (f == "__no_python" || f == "__no_local_rank" || f == "__force_multi" || f == "__bind_cores_to_rank" ||
         f == "__elastic_training" || f == "__enable_each_rank_log")
       t.im.ignore(tok.text, no_memory_effect, false);
@@ -116,9 +112,7 @@ inline void deepspeed_launcher_flags(TrainImport& t, Argv& args, bool& module) {
 inline void accelerate_flags(TrainImport& t, Argv& args, bool& module) {
   while (!args.done() && Argv::is_flag(args.peek())) {
     const auto tok = args.next();
-    std::string f = tok.name, src;
-    for (auto& c : f)
-      if (c == '-') c = '_';
+    std::string f = respelled(tok.name, '-', '_'), src;
     f = f.substr(f.find_first_not_of('_'));
     static constexpr std::array<std::string_view, 9> switches{"multi_gpu", "use_deepspeed", "use_fsdp", "cpu", "debug",
                                                               "quiet", "q", "no_python", "tpu"};

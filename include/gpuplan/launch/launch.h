@@ -42,16 +42,17 @@ struct Import {
 
   // A later setting of the same flag replaces the earlier one (a config file read after the flags, the last of a
   // repeated flag, as argparse keeps it); the replaced one is listed as ignored.
-  void set(std::string flag, std::string value, std::string source) {
+  // (By reference: a caller's `source` is often filled by the same call's value argument, Argv::value.)
+  void set(const std::string& flag, const std::string& value, const std::string& source) {
     for (auto& s : settings)
       if (s.flag == flag && s.value == value) return;  // said again: the first place stays the source
     for (auto& s : settings)
       if (s.flag == flag) {
         ignored.push_back({s.source, "overridden by " + source + " (" + flag + ")", false});
-        s = {std::move(flag), std::move(value), std::move(source)};
+        s = {flag, value, source};
         return;
       }
-    settings.push_back({std::move(flag), std::move(value), std::move(source)});
+    settings.push_back({flag, value, source});
   }
   void ignore(std::string source, std::string reason, bool warn = true) {
     ignored.push_back({std::move(source), std::move(reason), warn});
@@ -182,6 +183,13 @@ inline std::optional<bool> boolean(std::string_view text) {
 }
 
 inline std::string number_text(std::int64_t v) { return std::to_string(v); }
+
+// A flag's name with one spelling of its separators (argparse tools take --max-len and --max_len alike).
+inline std::string respelled(std::string name, char from, char to) {
+  for (auto& c : name)
+    if (c == from) c = to;
+  return name;
+}
 
 // "NAME=value" words before the program (a shell's environment assignments, or after `env`).
 inline bool env_assignment(std::string_view s) {

@@ -22,9 +22,7 @@ inline bool sglang_switch(std::string_view f) {
 }
 
 inline bool sglang_flag(Import& im, Argv& args, const Argv::Token& t) {
-  std::string f = t.name, src;
-  for (auto& c : f)
-    if (c == '_') c = '-';
+  std::string f = respelled(t.name, '_', '-'), src;
   if (sglang_switch(f)) {
     const bool none = f == "--trust-remote-code" || f == "--enable-metrics" || f == "--log-requests" ||
                       f == "--show-time-cost" || f == "--skip-tokenizer-init";

@@ -49,7 +49,7 @@ inline void torchtune_model(TrainImport& t, const nlohmann::json& m, const std::
     im.set("--model", checkpointer["checkpoint_dir"].get<std::string>(), path + ": checkpointer.checkpoint_dir (" + builder + " is not a gpuplan preset)");
   else im.ignore(src, "not a gpuplan preset and no checkpointer.checkpoint_dir: pass --model before --");
   if (qlora) im.set("--qlora", "", src);
-  std::vector<std::string> targets;
+  std::vector<std::string> targets, mlp;  // attention first, then the MLP, whatever the keys' order
   for (const auto& [k, v] : m.items()) {
     const std::string s = path + ": model." + k + " = " + (v.is_array() ? v.dump() : scalar_text(v));
     if (k == "_component_") continue;
@@ -61,11 +61,12 @@ inline void torchtune_model(TrainImport& t, const nlohmann::json& m, const std::
         targets.push_back(name == "output_proj" ? "o_proj" : name.get<std::string>());
       }
     } else if (k == "apply_lora_to_mlp") {
-      if (yaml_true(v, s)) targets.insert(targets.end(), {"gate_proj", "up_proj", "down_proj"});
+      if (yaml_true(v, s)) mlp = {"gate_proj", "up_proj", "down_proj"};
     } else if (k == "apply_lora_to_output") {
       if (yaml_true(v, s)) im.ignore(s, "LoRA on the output projection is not modelled");
     } else im.ignore(s, no_memory_effect, false);
   }
+  targets.insert(targets.end(), mlp.begin(), mlp.end());
   if (!targets.empty()) {
     std::string list;
     for (const auto& x : targets) list += (list.empty() ? "" : ",") + x;

@@ -137,10 +137,9 @@ inline Import finish(TrainImport t) {
 
 namespace detail {
 
-inline std::string hf_canonical(std::string name) {
+inline std::string hf_canonical(const std::string& flag) {
   // HfArgumentParser takes --per-device-train-batch-size as well as the field's own name.
-  for (auto& c : name)
-    if (c == '-') c = '_';
+  const std::string name = respelled(flag, '-', '_');
   return name.substr(name.find_first_not_of('_'));
 }
 

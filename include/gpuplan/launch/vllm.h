@@ -60,9 +60,8 @@ inline bool vllm_no_effect(std::string_view f) {
   return false;
 }
 
-inline std::string vllm_canonical(std::string name) {
-  for (auto& c : name)
-    if (c == '_') c = '-';
+inline std::string vllm_canonical(const std::string& flag) {
+  const std::string name = respelled(flag, '_', '-');
   if (name == "-tp") return "--tensor-parallel-size";
   if (name == "-pp") return "--pipeline-parallel-size";
   if (name == "-dp") return "--data-parallel-size";

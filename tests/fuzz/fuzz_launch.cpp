@@ -37,8 +37,9 @@ int launch(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 6) {
+    switch (data[0] % 7) {
       case 0: check(launch::import_serving_command(words(rest))); break;
+      case 6: check(launch::import_modelfile(rest, "Modelfile")); break;
       case 1: {
         std::vector<std::string> overrides;
         launch::TrainImport t = launch::import_training_command(words(rest), overrides);
@@ -51,9 +52,9 @@ int launch(const std::uint8_t* data, std::size_t size) {
         const auto j = nlohmann::json::parse(rest, nullptr, false);
         if (j.is_discarded()) return 0;
         launch::TrainImport t;
-        if (data[0] % 6 == 2) launch::read_deepspeed_config(t, j, "f");
-        else if (data[0] % 6 == 3) launch::read_accelerate_config(t, j, "f");
-        else if (data[0] % 6 == 4) launch::read_axolotl_config(t, j, "f");
+        if (data[0] % 7 == 2) launch::read_deepspeed_config(t, j, "f");
+        else if (data[0] % 7 == 3) launch::read_accelerate_config(t, j, "f");
+        else if (data[0] % 7 == 4) launch::read_axolotl_config(t, j, "f");
         else launch::read_torchtune_config(t, j, "f");
         check(launch::finish(std::move(t)));
       }

@@ -113,7 +113,7 @@ inline void accelerate_flags(TrainImport& t, Argv& args, bool& module) {
   while (!args.done() && Argv::is_flag(args.peek())) {
     const auto tok = args.next();
     std::string f = respelled(tok.name, '-', '_'), src;
-    f = f.substr(f.find_first_not_of('_'));
+    f = undashed(f);
     static constexpr std::array<std::string_view, 9> switches{"multi_gpu", "use_deepspeed", "use_fsdp", "cpu", "debug",
                                                               "quiet", "q", "no_python", "tpu"};
     if (f == "m" || f == "module") {

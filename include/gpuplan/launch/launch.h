@@ -191,6 +191,12 @@ inline std::string respelled(std::string name, char from, char to) {
   return name;
 }
 
+// "--max_len" → "max_len" ("" for a bare "--").
+inline std::string undashed(const std::string& flag) {
+  const auto p = flag.find_first_not_of("-_");
+  return p == std::string::npos ? std::string() : flag.substr(p);
+}
+
 // "NAME=value" words before the program (a shell's environment assignments, or after `env`).
 inline bool env_assignment(std::string_view s) {
   const auto eq = s.find('=');

@@ -125,7 +125,7 @@ inline Import import_modelfile(std::string_view text, const std::string& path) {
     const std::size_t a = line.find_first_not_of(" \t\r");
     if (a == std::string::npos || line[a] == '#') continue;
     std::string rest = line.substr(a);
-    while (!rest.empty() && (rest.back() == '\r' || rest.back() == ' ')) rest.pop_back();
+    while (!rest.empty() && (rest.back() == '\r' || rest.back() == ' ' || rest.back() == '\t')) rest.pop_back();
     const std::size_t sp = rest.find_first_of(" \t");
     const std::string word = lower(rest.substr(0, sp));
     const std::string arg = sp == std::string::npos ? "" : rest.substr(rest.find_first_not_of(" \t", sp));

@@ -139,8 +139,7 @@ namespace detail {
 
 inline std::string hf_canonical(const std::string& flag) {
   // HfArgumentParser takes --per-device-train-batch-size as well as the field's own name.
-  const std::string name = respelled(flag, '-', '_');
-  return name.substr(name.find_first_not_of('_'));
+  return undashed(respelled(flag, '-', '_'));
 }
 
 // TrainingArguments / TRL fields read and known not to change memory or speed.

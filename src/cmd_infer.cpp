@@ -14,9 +14,14 @@ void setup_infer(CLI::App& app, InferOptions& o, bool with_options) {
       "  gpuplan infer --model llama-3.1-8b --weights q4_k_m --profile llama.cpp --gpu rtx-4090 --max-context\n"
       "  gpuplan infer --config config.json --precision fp16 --format json\n"
       "  gpuplan infer --gpu h100 -- vllm serve Qwen/Qwen3-8B --max-model-len 32768 --gpu-memory-utilization 0.9\n"
-      "After --, a serving command (vllm serve, python -m vllm.entrypoints.openai.api_server, llama-server,\n"
-      "llama-cli) is read into the flags above; gpuplan's own flags win. docs/launch.md lists what maps.");
-  if (with_options) add_infer_options(*cmd, o);
+      "  gpuplan infer --gpu rtx-4090 -- OLLAMA_NUM_PARALLEL=2 OLLAMA_KV_CACHE_TYPE=q8_0 ollama run llama3.1:8b\n"
+      "After --, a serving command (vllm serve, python -m vllm.entrypoints.openai.api_server, python -m\n"
+      "sglang.launch_server, llama-server, llama-cli, ollama run with its OLLAMA_* environment) is read into the flags\n"
+      "above; gpuplan's own flags win. docs/launch.md lists what maps.");
+  if (with_options) {
+    add_infer_options(*cmd, o);
+    cmd->add_option("--from", "An Ollama Modelfile to read (FROM and PARAMETER lines)");
+  }
 }
 
 void add_infer_options(CLI::App& cmd, InferOptions& o) {

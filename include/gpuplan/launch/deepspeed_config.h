@@ -56,8 +56,9 @@ inline void ds_zero(TrainImport& t, const nlohmann::json& z, const std::string& 
       const auto n = ds_number(v, key);
       if (n && *n < 1 && k == "reduce_bucket_size")
         t.im.ignore(src, "a bucket of no elements: gpuplan keeps DeepSpeed's default 5e8");
-      else if (n)
-        t.im.set(k == "reduce_bucket_size" ? "--reduce-bucket-size" : "--prefetch-bucket-size", nlohmann::json(*n).dump(), src);
+      else if (n)  // whole element counts as whole numbers (2e8 → 200000000)
+        t.im.set(k == "reduce_bucket_size" ? "--reduce-bucket-size" : "--prefetch-bucket-size",
+                 *n == std::floor(*n) && *n <= 1e15 ? number_text(std::int64_t(*n)) : nlohmann::json(*n).dump(), src);
       else
         t.im.ignore(src, "the HF Trainer fills it from the model (hidden_size² and 0.9 × hidden_size²): pass "
                          "--reduce-bucket-size / --prefetch-bucket-size for it; gpuplan keeps DeepSpeed's default");

@@ -37,14 +37,15 @@ inline std::string yaml_list(const nlohmann::json& v, const std::string& src) {
 }
 
 inline bool axolotl_no_effect(const std::string& k) {
-  static constexpr std::array<std::string_view, 44> names{
+  static constexpr std::array<std::string_view, 49> names{
       "datasets", "dataset_prepared_path", "val_set_size", "output_dir", "num_epochs", "max_steps", "learning_rate",
       "lr_scheduler", "warmup_steps", "warmup_ratio", "logging_steps", "saves_per_epoch", "evals_per_epoch",
       "eval_steps", "save_steps", "weight_decay", "special_tokens", "wandb_project", "wandb_entity", "wandb_watch",
       "wandb_name", "wandb_log_model", "hub_model_id", "strict", "chat_template", "train_on_inputs", "seed",
       "resume_from_checkpoint", "local_rank", "max_grad_norm", "base_model_config", "model_type", "tokenizer_type",
       "trust_remote_code", "is_llama_derived_model", "lora_alpha", "lora_dropout", "tf32", "early_stopping_patience",
-      "logging_dir", "save_total_limit", "lora_fan_in_fan_out", "pad_to_sequence_len", "sample_packing"};
+      "logging_dir", "save_total_limit", "lora_fan_in_fan_out", "pad_to_sequence_len", "sample_packing",
+      "eval_sample_packing", "lora_model_dir", "loss_watchdog_threshold", "loss_watchdog_patience", "debug"};
   for (auto n : names)
     if (n == k) return true;
   return false;
@@ -105,6 +106,7 @@ inline bool axolotl_key(TrainImport& t, const std::string& k, const nlohmann::js
       if (!accelerate_key(t, key, scalar_text(v2), s2)) im.ignore(s2, unknown_flag);
     }
   } else if (k == "cut_cross_entropy" || k == "liger_fused_linear_cross_entropy" || k == "unsloth_lora_mlp" ||
+             k == "group_by_length" ||
              k == "gradient_checkpointing_kwargs" || k == "xformers_attention" || k == "torch_compile") {
     im.ignore(src, "changes memory or speed in a way gpuplan does not model");
   } else if (axolotl_no_effect(k) || k.rfind("wandb_", 0) == 0 || k.rfind("liger_", 0) == 0) {

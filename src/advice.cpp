@@ -168,6 +168,7 @@ int distance(const Outcome& o) {
 // Seconds and dollars per token of the run: entries of other token bases (a LoRA run defaults to 1B tokens) rank
 // on the same footing.
 double per_token(const nlohmann::json& r, const char* what) {
+  if (r["time"].is_null()) return 0;  // a device without compute rates (--gpu-memory alone): no time to rank by
   const double tokens = r["compute"]["tokens"].get<double>();
   if (std::string(what) == "usd")
     return !r["cost"].is_null() ? r["cost"]["usd"].get<double>() / tokens : r["time"]["gpu_hours"].get<double>() / tokens;
@@ -182,7 +183,8 @@ nlohmann::json entry(const Outcome& o) {
     flags.insert(flags.end(), c->flags.begin(), c->flags.end());
   }
   const nlohmann::json& r = o.report;
-  const nlohmann::json& t = r["time"];
+  const nlohmann::json none = {{"gpu_hours", nullptr}, {"days", nullptr}, {"step_seconds", nullptr}};
+  const nlohmann::json& t = r["time"].is_null() ? none : r["time"];
   nlohmann::json cost = {{"usd", r["cost"].is_null() ? nlohmann::json(nullptr) : r["cost"]["usd"]},
                          {"usd_per_gpu_hour", r["cost"].is_null() ? nlohmann::json(nullptr) : r["cost"]["usd_per_gpu_hour"]},
                          {"gpu_hours", t["gpu_hours"]},

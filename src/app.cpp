@@ -1,5 +1,6 @@
 #include "app.h"
 #include "format_units.h"
+#include "launch_import.h"
 #include "model_source.h"
 #include "render.h"
 
@@ -217,13 +218,40 @@ std::string misspelt_word(const CLI::App& app, const std::vector<std::string>& a
 
 }  // namespace
 
-ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+// gpuplan's own errors as one line on err and their exit status: InputError 2, DataError 3.
+template <class F>
+ExitCode one_line_errors(std::ostream& err, F&& body) {
+  try {
+    return body();
+  } catch (const InputError& e) {  // messages quote names from files and flags: printed as one safe line
+    err << "gpuplan: " << printable(e.what()) << "\n";
+    return ExitCode::usage;
+  } catch (const DataError& e) {
+    err << "gpuplan: " << printable(e.what()) << "\n";
+    return ExitCode::data;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the checks before did not foresee
+    err << "gpuplan: " << printable(e.path1().string(), 256) << ": cannot read (" << e.code().message() << ")\n";
+    return ExitCode::data;
+  }
+}
+}  // namespace
+
+ExitCode run(const std::vector<std::string>& args_in, std::ostream& out, std::ostream& err) {
   // A bare --version needs no parser: CLI11 answers it by throwing, and the first exception's unwinding (its
   // tables paged in) and the parser's set-up were most of a --version process.
-  if (args.size() == 1 && args[0] == "--version") {
+  if (args_in.size() == 1 && args_in[0] == "--version") {
     out << version_text() << "\n";
     return ExitCode::ok;
   }
+  // A launch command after -- (or --from FILE) becomes gpuplan's own flags before parsing.
+  LaunchArgs imported;
+  const ExitCode import_status = one_line_errors(err, [&] {
+    imported = import_launch(args_in, err);
+    return ExitCode::ok;
+  });
+  if (import_status != ExitCode::ok) return import_status;
+  const std::vector<std::string>& args = imported.args;
   CLI::App app{"gpuplan: GPU memory, time and cost of training and serving LLMs, before you rent the hardware."};
   app.footer(exit_status_help);
   // One line per error, like every other error gpuplan prints.
@@ -289,11 +317,12 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const int code = app.exit(e, out, err);
     return code == 0 ? ExitCode::ok : ExitCode::usage;
   }
+  train.from = infer.from = imported.from;
   // Colour only for a terminal on our own stdout, never for pipes, files or in-process callers.
   set_terminal(&out == &std::cout && isatty(STDOUT_FILENO), std::getenv("NO_COLOR") == nullptr);
   std::ostringstream discard;
   std::ostream& sink = quiet ? static_cast<std::ostream&>(discard) : out;
-  try {
+  return one_line_errors(err, [&] {
     const auto ran = [&](const char* name) { return wanted(name) && app.got_subcommand(name); };
     if (ran("train")) return run_train(train, sink, err);
     if (ran("infer")) return run_infer(infer, sink, err);
@@ -307,17 +336,8 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (ran("sweep")) return run_sweep(sweep, sink, err);
     if (ran("schema")) return run_schema(schema, sink);
     if (ran("generate")) return run_generate(app, generate, out);
-  } catch (const InputError& e) {  // messages quote names from files and flags: printed as one safe line
-    err << "gpuplan: " << printable(e.what()) << "\n";
     return ExitCode::usage;
-  } catch (const DataError& e) {
-    err << "gpuplan: " << printable(e.what()) << "\n";
-    return ExitCode::data;
-  } catch (const std::filesystem::filesystem_error& e) {  // a path the checks before did not foresee
-    err << "gpuplan: " << printable(e.path1().string(), 256) << ": cannot read (" << e.code().message() << ")\n";
-    return ExitCode::data;
-  }
-  return ExitCode::usage;
+  });
 }
 
 }  // namespace gpuplan::cli

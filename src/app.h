@@ -94,6 +94,7 @@ struct TrainOptions {
   bool advise = false;                    // fit advice even when the setup fits
   std::string objective = "least-change"; // how the advice is ranked: least-change | cheapest | fastest
   FitOptions fit;
+  nlohmann::json from;  // what an imported launch command or config said (src/launch_import.h), else null
 };
 
 struct InferOptions {
@@ -119,6 +120,7 @@ struct InferOptions {
   std::string provider;
   bool spot = false;
   LimitOptions limits;
+  nlohmann::json from;  // what an imported launch command said (src/launch_import.h), else null
 };
 
 struct HardwareOptions {

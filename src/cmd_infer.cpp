@@ -14,8 +14,16 @@ void setup_infer(CLI::App& app, InferOptions& o, bool with_options) {
       "  gpuplan infer --model llama-3.1-8b --batch 8 --prompt-len 4096 --new-tokens 256\n"
       "  gpuplan infer --model llama-3.1-70b --weights awq-int4 --kv-dtype fp8 --profile vllm --gpu h100 --tp 2\n"
       "  gpuplan infer --model llama-3.1-8b --weights q4_k_m --profile llama.cpp --gpu rtx-4090 --max-context\n"
-      "  gpuplan infer --config config.json --precision fp16 --format json");
-  if (with_options) add_infer_options(*cmd, o);
+      "  gpuplan infer --config config.json --precision fp16 --format json\n"
+      "  gpuplan infer --gpu h100 -- vllm serve Qwen/Qwen3-8B --max-model-len 32768 --gpu-memory-utilization 0.9\n"
+      "  gpuplan infer --gpu rtx-4090 -- OLLAMA_NUM_PARALLEL=2 OLLAMA_KV_CACHE_TYPE=q8_0 ollama run llama3.1:8b\n"
+      "After --, a serving command (vllm serve, python -m vllm.entrypoints.openai.api_server, python -m\n"
+      "sglang.launch_server, llama-server, llama-cli, ollama run with its OLLAMA_* environment) is read into the flags\n"
+      "above; gpuplan's own flags win. docs/launch.md lists what maps.");
+  if (with_options) {
+    add_infer_options(*cmd, o);
+    cmd->add_option("--from", "An Ollama Modelfile to read (FROM and PARAMETER lines)");
+  }
 }
 
 void add_infer_options(CLI::App& cmd, InferOptions& o) {
@@ -73,6 +81,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
 ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) {
   const Format format = parse_format(o.format);
   nlohmann::json report = infer_report(o);
+  if (!o.from.is_null()) report["from"] = o.from;
   return emit_report(report, o.limits, format, &render_infer_table, out, err);
 }
 

@@ -17,8 +17,16 @@ void setup_train(CLI::App& app, TrainOptions& o, bool with_options) {
       "Examples:\n"
       "  gpuplan train --params 7B --precision bf16\n"
       "  gpuplan train --model llama-3.1-8b --batch 2 --seq 4096 --grad-checkpointing --optimizer adamw-fused\n"
-      "  gpuplan train --config config.json --lora-rank 16 --lora-targets q_proj,v_proj --format json");
-  if (with_options) add_train_options(*cmd, o);
+      "  gpuplan train --config config.json --lora-rank 16 --lora-targets q_proj,v_proj --format json\n"
+      "  gpuplan train --gpu h100 -- torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-8B \\\n"
+      "      --per_device_train_batch_size 4 --bf16 --gradient_checkpointing --deepspeed ds_config.json\n"
+      "  gpuplan train --model llama-3.1-8b --from axolotl.yml\n"
+      "After --, a launch command (torchrun, accelerate launch, deepspeed, python, trl, axolotl train, tune run) is read\n"
+      "into the flags above, with the configs it names; gpuplan's own flags win. docs/launch.md lists what maps.");
+  if (with_options) {
+    add_train_options(*cmd, o);
+    cmd->add_option("--from", "A DeepSpeed JSON, Accelerate, axolotl or torchtune YAML config to read (repeatable)");
+  }
 }
 
 void add_train_options(CLI::App& cmd, TrainOptions& o) {
@@ -331,6 +339,7 @@ ExitCode run_train(const TrainOptions& o, std::ostream& out, std::ostream& err) 
     report["advice"] = train_advice(o, report);
     report["advice_objective"] = o.objective;
   }
+  if (!o.from.is_null()) report["from"] = o.from;
   return emit_report(report, o.limits, format, &render_train_table, out, err);
 }
 

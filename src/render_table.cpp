@@ -7,6 +7,7 @@
 #include <fmt/ostream.h>
 
 #include "format_units.h"
+#include "launch_import.h"
 #include "render.h"
 
 namespace gpuplan::cli {
@@ -258,6 +259,7 @@ void distributed_lines(const json& r, std::ostream& out) {
 }
 
 void render_train_table(const json& r, std::ostream& out) {
+  render_from_lines(r, out);
   model_lines(r, out);
   const json& w = r["workload"];
   fmt::print(out, "Workload   batch {} × seq {} (grad-accum {}), {}, {}, recompute {}, attention {}, {} GPU(s), ZeRO {}\n",
@@ -282,6 +284,7 @@ void render_train_table(const json& r, std::ostream& out) {
 }
 
 void render_infer_table(const json& r, std::ostream& out) {
+  render_from_lines(r, out);
   model_lines(r, out);
   const json& w = r["workload"];
   fmt::print(out, "Workload   batch {}, prompt {} + {} new tokens ({} cached per sequence), profile {}, TP {}\n",

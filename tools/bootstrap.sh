@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libcli11-dev nlohmann-json3-dev libfmt-dev catch2 curl python3 python3-jsonschema clang libclang-rt-14-dev
+packages=(g++ cmake make libcli11-dev nlohmann-json3-dev libfmt-dev libyaml-cpp-dev catch2 curl python3 python3-jsonschema clang libclang-rt-14-dev
           emscripten chromium chromium-driver)  # the last three: the web page (web/) and its browser test
 missing=()
 for p in "${packages[@]}"; do

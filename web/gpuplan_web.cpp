@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "hub.h"
+#include "launch_import.h"
 
 namespace gpuplan::cli {
 
@@ -22,6 +23,11 @@ HubSettings HubSettings::from_environment(const std::string&) {
 }
 std::string hub_snapshot(const std::string& repo, const std::string&, const HubSettings&) {
   throw DataError("the page cannot fetch " + repo + " from the Hugging Face Hub: paste or drop its config.json");
+}
+
+// No YAML parser in the page (yaml-cpp is a native library): DeepSpeed JSON and launch commands still import.
+nlohmann::json yaml_to_json(const std::string&, const std::string& path) {
+  throw DataError(path + ": YAML configs are read by the command-line gpuplan only");
 }
 
 }  // namespace gpuplan::cli

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "gguf.h"
 #include "hardware.h"
+#include "launch/command.h"
 #include "memory/activations.h"
 #include "memory/allocator.h"
 #include "memory/breakdown.h"

@@ -134,7 +134,7 @@ TEST_CASE("cli: bad input gets one line on stderr and a documented status", "[cl
       {{"plan", "trian", "--params", "7B"}, ExitCode::usage, "did you mean train?"},
       {{"train", "--params", "7B", "--sqe", "4096"}, ExitCode::usage, "did you mean --seq?"},
       {{"train", "--model", "llama-3.1-8", "--seq", "4k"}, ExitCode::usage, "did you mean llama-3.1-8b"},
-      {{"train", "--params", "7B", "--gpu", "rtx-4080"}, ExitCode::usage, "rtx-4090"},
+      {{"train", "--params", "7B", "--gpu", "rtx-4095"}, ExitCode::usage, "rtx-4090"},
       {{"infer", "--params", "7B", "--profile", "vlm"}, ExitCode::usage, "did you mean vllm?"},
       {{"train", "--params", "7B", "--seq", "4x"}, ExitCode::usage, "4k"},
   };

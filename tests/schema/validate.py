@@ -35,11 +35,16 @@ cases = [
     ("plan-infer", ["plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms"]),
     ("sweep", ["sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..128k", "--gpu", "rtx-4090", "--gpu", "h100-sxm"]),
     ("sweep", ["sweep", "train", "--model", "llama-3.2-1b", "--batch", "1..8", "--seq", "1k,4k", "--gpu", "l4"]),
+    ("infer", ["infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--", "vllm", "serve", "m", "-tp", "2", "--port", "1"]),
+    ("train", ["train", "--model", "gpt2", "--", "deepspeed", "--num_gpus", "2", "t.py", "--bf16", "--deepspeed",
+               f"{data}/launch/ds_config_zero2.json"]),
 ]
 failed = 0
 for name, args in cases:
     schema = json.loads(subprocess.run([binary, "schema", name], capture_output=True, text=True, check=True).stdout)
-    p = subprocess.run([binary] + args + ["--format", "json"], capture_output=True, text=True)
+    # --format json before an imported command's "--" (after it, the words are the command's).
+    cut = args.index("--") if "--" in args else len(args)
+    p = subprocess.run([binary] + args[:cut] + ["--format", "json"] + args[cut:], capture_output=True, text=True)
     try:
         jsonschema.validate(json.loads(p.stdout), schema)
         print(f"ok   {name}: {' '.join(args)}")

@@ -126,6 +126,11 @@ inline void read_torchtune_config(TrainImport& t, const nlohmann::json& j, const
         im.set("--offload-optimizer", "cpu", src);
         im.set("--offload-params", "cpu", src);
       }
+    } else if (k == "enable_activation_offloading" && detail::yaml_true(v, src)) {
+      im.set("--activation-offload", "", src);
+    } else if (k == "loss" && v.is_object() && v.contains("_component_") && v["_component_"].is_string() &&
+               v["_component_"].get<std::string>().find("CEWithChunkedOutputLoss") != std::string::npos) {
+      im.set("--loss", "chunked", src);  // torchtune 0.6: 8 chunks, each chunk's logits upcast on its own
     } else if (k == "enable_activation_offloading" || k == "optimizer_in_bwd" || k == "compile" || k == "loss") {
       im.ignore(src, "changes memory or speed in a way gpuplan does not model",
                 !(v.is_boolean() && !v.get<bool>()));

@@ -35,8 +35,9 @@ inline std::optional<std::string> dtype_name(const std::string& v) {
   return std::nullopt;
 }
 
-// HF Trainer --optim (transformers OptimizerNames) and the tools' optimizer names → gpuplan --optimizer. Paged
-// variants keep their states in CUDA unified memory, paged out only under memory pressure: counted as on the GPU.
+// HF Trainer --optim (transformers OptimizerNames) and the tools' optimizer names → gpuplan --optimizer. bitsandbytes'
+// paged 8-bit AdamW is gpuplan's paged-adamw-8bit; other paged variants keep their states in CUDA unified memory,
+// paged out only under memory pressure: counted as on the GPU.
 inline void map_optimizer(TrainImport& t, const std::string& name, const std::string& src) {
   std::string n = lower(name);
   // torchtune/axolotl spell classes: torch.optim.AdamW, bitsandbytes.optim.PagedAdamW8bit.
@@ -59,8 +60,9 @@ inline void map_optimizer(TrainImport& t, const std::string& name, const std::st
     t.im.ignore(src, "an optimizer gpuplan has no model for: the estimate keeps gpuplan's --optimizer (adamw)");
     return;
   }
+  if (paged && mapped == "adamw-8bit") mapped = "paged-adamw-8bit";
   t.im.set("--optimizer", mapped, src);
-  if (paged)
+  if (paged && mapped != "paged-adamw-8bit")
     t.im.ignore(src + " (paged)", "paged optimizer states move to host memory only under pressure: counted on the GPU");
 }
 
@@ -192,6 +194,15 @@ inline bool hf_flag(TrainImport& t, Argv& args, const Argv::Token& tok) {
     else if (!t.half) t.half = Read<std::string>{"no", src};
     return true;
   }
+  if (f == "use_liger_kernel") {  // transformers' Trainer applies Liger's kernels, its fused linear cross-entropy among them
+    if (!flag_value()) {
+      im.ignore(src, "off: gpuplan's default", false);
+      return true;
+    }
+    im.set("--loss", "fused", src);
+    im.ignore(src + " (RMSNorm, RoPE, SwiGLU kernels)", "Liger's other kernels: their activations are not modelled");
+    return true;
+  }
   if (f == "gradient_checkpointing") {
     if (flag_value()) im.set("--grad-checkpointing", "", src);
     else im.ignore(src, "off: gpuplan's default", false);
@@ -252,7 +263,7 @@ inline bool hf_flag(TrainImport& t, Argv& args, const Argv::Token& tok) {
               false);
     return true;
   }
-  if (f == "use_liger_kernel" || f == "torch_compile" || f == "fsdp_config" || f == "use_bnb_nested_quant" ||
+  if (f == "torch_compile" || f == "fsdp_config" || f == "use_bnb_nested_quant" ||
       f == "bnb_4bit_quant_type" || f == "neftune_noise_alpha" || f == "group_by_length") {
     im.ignore(args.skip_unknown(tok), "changes memory or speed in a way gpuplan does not model");
     return true;

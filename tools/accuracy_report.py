@@ -34,6 +34,8 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
         ("measured_f1.jsonl", "Held-out fine-tunes (one H100 80GB, plan tools/measure/plan_ft1.json, 2026-11-25): LoRA on "
                               "8–24B models, full fine-tunes of 0.5–7B, micro-batch 1–16; two runs that ran out of "
                               "memory pass when gpuplan says they do not fit"),
+        ("measured_f1s.jsonl", "Held-out memory savers (one H100 80GB, plan tools/measure/plan_ft1.json): torchtune's chunked "
+                               "loss (eager), Liger's fused linear cross-entropy, activations offloaded with save_on_cpu"),
         ("measured_g2.jsonl", "Held-out generation at serving batch sizes (one H100 80GB, plan tools/measure/plan_g2.json, "
                               "2026-11-25): dense 1–14B, Qwen3-MoE, Qwen3-Next, PhiMoE and gpt-oss shapes at batch 1–64, "
                               "prompts 1k–16k"),

@@ -382,7 +382,10 @@ ModelSource resolve(const ModelOptions& o) {
                       (at == std::string_view::npos || revision_name(id.substr(at + 1)));
   const ModelPreset* base = find_base_preset_or_null(std::string(repo_part));
   if (!is_hub) {
-    if (base) return as_preset(std::move(m), *base, o.model + ": estimated as the built-in preset " + base->id);
+    // A preset's model named without a revision answers as the preset; a revision gpuplan refuses (".", "..", an
+    // absolute path) stays an error.
+    if (base && at == std::string_view::npos)
+      return as_preset(std::move(m), *base, o.model + ": estimated as the built-in preset " + base->id);
     const std::string hint = preset_suggestion(o.model);
     throw InputError("unknown model \"" + printable(o.model, 256) + "\"" + (hint.empty() ? "" : ": " + hint) +
                      " (not a preset from `gpuplan models`, a file or folder, or a Hugging Face id org/name[@revision])");

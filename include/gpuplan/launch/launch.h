@@ -3,7 +3,9 @@
 // settings to the user's own flags, so an import estimates exactly what those flags would (docs/launch.md).
 #pragma once
 #include <charconv>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -159,11 +161,13 @@ inline std::int64_t whole(std::string_view text, const std::string& source, bool
   return static_cast<std::int64_t>(double(v) * mult);
 }
 
+// strtod rather than from_chars: the web page's libc++ (Emscripten 3.1) has no floating-point from_chars.
 inline double real(std::string_view text, const std::string& source) {
-  double v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v))
-    throw InputError(source + ": \"" + std::string(text) + "\" is not a number");
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ? 0 : std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v))
+    throw InputError(source + ": \"" + s + "\" is not a number");
   return v;
 }
 

@@ -111,6 +111,9 @@ nlohmann::json infer_report(const InferOptions& o) {
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
   w.stored = source.stored_language();
+  // A preset is served as its checkpoint ships (gpt-oss in MXFP4, DeepSeek-V3 in FP8) unless --weights says otherwise.
+  const bool as_shipped = !w.weights && !w.stored && !source.shipped_weights.empty();
+  if (as_shipped) w.weights = parse_enum<WeightFormat>(weight_format_names, source.shipped_weights, "weight format");
   const Catalog cat = load_catalog(o.fit.catalogs);
   std::optional<Device> unlisted;
   const Device* device = fit_device(o.fit, cat, unlisted);
@@ -155,6 +158,9 @@ nlohmann::json infer_report(const InferOptions& o) {
   const InferenceEstimate est = estimate_inference_memory(spec, w);
   nlohmann::json report = inference_json(spec, w, est);
   report["model"]["source"] = source.json();
+  if (as_shipped)
+    report["assumptions"].push_back("weights as the checkpoint is released: " + source.shipped_weights +
+                                    " (--weights bf16 for the 16-bit model)");
   report["solve"] = solve;
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);

@@ -316,6 +316,7 @@ std::optional<fs::path> cached_snapshot(const std::string& repo, const std::stri
 ModelSource as_preset(ModelSource m, const ModelPreset& p, const std::string& note = "") {
   m.kind = "preset";
   m.spec = p.spec;
+  m.shipped_weights = p.shipped_weights;
   m.revision.clear();
   if (!note.empty()) m.notes.push_back(note + " (" + p.name + ")");
   return m;

@@ -21,6 +21,7 @@ struct ModelSource {
   std::string revision;   // Hub revision (and the commit it resolved to, in the cache)
   std::optional<Checkpoint> checkpoint;
   std::optional<StoredWeights> stored;
+  std::string shipped_weights;     // a preset's released format where it is not 16-bit (ModelPreset::shipped_weights)
   std::vector<std::string> notes;  // what the headers say that the architecture model does not
 
   // The serving estimator's weights: the checkpoint's own bytes when it was read.

@@ -11,6 +11,7 @@
 #include <gpuplan/builtin_data.h>
 #include "error.h"
 #include "model_hf.h"
+#include "quant.h"
 
 namespace gpuplan {
 
@@ -20,6 +21,9 @@ struct ModelPreset {
   std::string name;
   std::string source;
   ModelSpec spec;
+  // The released checkpoint's weight format where it is not the config's 16-bit dtype ("mxfp4": gpt-oss; "fp8":
+  // DeepSeek-V3/R1, Kimi K2): what serving estimates load unless --weights names another. "" = 16-bit.
+  std::string shipped_weights;
   // count_params(spec), counted when the preset is parsed: for the built-in presets at build time, so listing them
   // counts nothing (it was a quarter of a `models` run).
   Params params{0}, active_params{0};
@@ -49,6 +53,15 @@ inline void parse_preset_file(const EmbeddedFile& f, std::vector<ModelPreset>& o
     p.source = m["source"].get<std::string>();
     if (m.contains("aliases"))
       for (const auto& a : m["aliases"]) p.aliases.push_back(a.get<std::string>());
+    if (m.contains("weights")) {
+      if (!m["weights"].is_string()) throw DataError(ptr + "/weights: expected a weight format");
+      p.shipped_weights = m["weights"].get<std::string>();
+      try {
+        parse_enum<WeightFormat>(weight_format_names, p.shipped_weights, "weight format");
+      } catch (const InputError& e) {
+        throw DataError(ptr + "/weights: " + e.what());
+      }
+    }
     p.spec = model_from_hf_config(m["config"], ptr + "/config");
     p.spec.name = p.id;
     const ParamCounts counts = count_params(p.spec);

@@ -187,7 +187,7 @@ void fields(Ar& ar, T& s) {
 }
 
 template <class Ar, either<ModelPreset> T>
-void fields(Ar& ar, T& p) { ar(p.id, p.aliases, p.name, p.source, p.spec, p.params, p.active_params); }
+void fields(Ar& ar, T& p) { ar(p.id, p.aliases, p.name, p.source, p.shipped_weights, p.spec, p.params, p.active_params); }
 
 template <class T>
 std::string write(const T& value) {

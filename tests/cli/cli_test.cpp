@@ -848,3 +848,19 @@ TEST_CASE("cli: plan train plans LoRA and QLoRA fine-tunes, and says which bound
   CHECK(r.code == ExitCode::limit);
   CHECK_THAT(r.err, Catch::Contains("the deadline (1.0 h): the fastest setup that fits"));
 }
+
+TEST_CASE("cli: a preset is served as its checkpoint ships", "[cli][infer]") {
+  // gpt-oss-120b ships its routed experts in MXFP4 (4.25 bits) and the rest in bf16: about 61 GiB, not bf16's 218.
+  auto r = run_cli({"infer", "--model", "gpt-oss-120b", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["memory"]["weight_bytes"].get<double>() < 70.0 * 1073741824.0);
+  CHECK_THAT(j["assumptions"].dump(), Catch::Contains("weights as the checkpoint is released: mxfp4"));
+  // --weights names another format; a model without a shipped format stays 16-bit.
+  r = run_cli({"infer", "--model", "gpt-oss-120b", "--weights", "bf16", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["memory"]["weight_bytes"].get<double>() > 200.0 * 1073741824.0);
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(nlohmann::json::parse(r.out)["assumptions"].dump(), !Catch::Contains("as the checkpoint is released"));
+}

@@ -115,7 +115,7 @@ TEST_CASE("SGLang: mem_fraction_static by its heuristic, the token pool by profi
         Approx(0.93 * free0 - e.memory.components.weights.in(unit::bytes)));
 }
 
-TEST_CASE("--engine-version: X.Y[.Z], llama.cpp builds, and the release rows they pick", "[engines]") {
+TEST_CASE("engine versions: X.Y[.Z], llama.cpp builds, and the release rows they pick", "[engines]") {
   CHECK(parse_engine_version("0.10", false) == EngineVersion{0, 10, 0});
   CHECK(parse_engine_version("v0.8.5.post1", false) == EngineVersion{0, 8, 5});
   CHECK(parse_engine_version("b4343", true) == EngineVersion{4343, 0, 0});

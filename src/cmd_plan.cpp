@@ -1,4 +1,5 @@
 // gpuplan plan train | plan infer: options → plan_training / plan_serving → report → renderer.
+#include <algorithm>
 #include <functional>
 #include <sstream>
 #include <tuple>
@@ -8,6 +9,7 @@
 
 #include "app.h"
 #include "format_units.h"
+#include "model_source.h"
 #include "render.h"
 
 namespace gpuplan::cli {
@@ -87,7 +89,9 @@ void setup_plan(CLI::App& app, PlanOptions& o, bool with_options) {
   i->add_option("--concurrency", in.concurrency, "Requests served at once");
   i->add_option("--tokens-per-second", in.tokens_per_second, "Aggregate output tokens per second");
   i->add_option("--latency", in.latency, "Time per output token, at most (50ms)");
-  i->add_option("--weights", in.weights, "Weight formats to consider (default bf16,fp8,awq-int4)")->delimiter(',');
+  i->add_option("--weights", in.weights,
+                 "Weight formats to consider (default bf16,fp8,awq-int4 and the format the checkpoint ships in)")
+      ->delimiter(',');
   i->add_option("--kv-dtype", in.kv, "KV-cache dtypes to consider (default bf16,fp8)")->delimiter(',');
   i->add_option("--engine-version", in.engine_version, "vLLM release X.Y[.Z] to plan with (default: the newest modelled)");
 }
@@ -288,7 +292,8 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
 ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   const PlanCommon& c = o.infer_common;
   const Format format = parse_format(c.format);
-  const ModelSpec spec = resolve_model(c.model);
+  const ModelSource source = resolve_model_source(c.model);
+  const ModelSpec& spec = source.spec;
   const auto& in = o.infer;
   ServingPlanRequest req;
   req.prompt_len = in.prompt_len;
@@ -308,6 +313,9 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
   if (!in.weights.empty()) {
     req.weights.clear();
     for (const auto& w : in.weights) req.weights.push_back(parse_enum<WeightFormat>(weight_format_names, w, "weight format"));
+  } else if (!source.shipped_weights.empty()) {  // the format the checkpoint is released in is a candidate too
+    const WeightFormat shipped = parse_enum<WeightFormat>(weight_format_names, source.shipped_weights, "weight format");
+    if (std::find(req.weights.begin(), req.weights.end(), shipped) == req.weights.end()) req.weights.push_back(shipped);
   }
   if (!in.kv.empty()) {
     req.kv.clear();

@@ -864,3 +864,10 @@ TEST_CASE("cli: a preset is served as its checkpoint ships", "[cli][infer]") {
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(nlohmann::json::parse(r.out)["assumptions"].dump(), !Catch::Contains("as the checkpoint is released"));
 }
+
+TEST_CASE("cli: plan infer considers the format a preset ships in", "[cli][plan]") {
+  // gpt-oss-120b: MXFP4 (≈ 61 GiB) fits one 80 GB GPU, where bf16 (218 GiB) needs several.
+  auto r = run_cli({"plan", "infer", "--model", "gpt-oss-120b", "--concurrency", "8", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK_THAT(r.out, Catch::Contains("\"mxfp4\""));
+}

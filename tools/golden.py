@@ -3,15 +3,26 @@
 
 usage: golden.py GPUPLAN_BINARY [--update]
 
-Without --update, runs every command and compares its stdout and exit status with tests/data/golden/outputs.jsonl
+Without --update, runs every command and compares its stdout and exit status with tests/data/golden/outputs.txt
 byte for byte; prints the first differences and exits 1 on any. With --update, rewrites the file. A refactor must
 leave it unchanged; an intended change of numbers regenerates it in a commit of its own that says why.
+
+The file is line-oriented so that a regeneration's diff holds only the lines that changed (one JSON line per case
+made every regeneration rewrite ~11 MB, and a session's diffs outgrew what a submission may carry):
+    ### ["train", "--model", ...]       the command's arguments as a JSON array
+    rc 0                                its exit status
+    stdout                              then each line of stdout behind "| "
+    | {
+    stderr                              then each line of stderr behind "| "
+    | gpuplan: ...
+A stream that does not end in a newline has "\\ no newline at end" after its last line.
 """
 import json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN = os.path.join(ROOT, "tests", "data", "golden", "outputs.jsonl")
+GOLDEN = os.path.join(ROOT, "tests", "data", "golden", "outputs.txt")
+NO_NEWLINE = "\\ no newline at end"
 sys.path.insert(0, os.path.join(ROOT, "tests", "calibration"))
 import score  # noqa: E402  (the calibration scorer's command builder)
 
@@ -87,6 +98,46 @@ def run(binary, args):
     return {"args": args, "rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
 
 
+def write_stream(f, name, text):
+    f.write(name + "\n")
+    if not text:
+        return
+    for line in text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"):
+        f.write("| " + line + "\n")
+    if not text.endswith("\n"):
+        f.write(NO_NEWLINE + "\n")
+
+
+def write_golden(path, outputs):
+    with open(path, "w") as f:
+        for g in outputs:
+            f.write("### " + json.dumps(g["args"]) + "\n")
+            f.write(f"rc {g['rc']}\n")
+            write_stream(f, "stdout", g["stdout"])
+            write_stream(f, "stderr", g["stderr"])
+
+
+def read_golden(path):
+    """The records write_golden wrote, in order."""
+    out, cur, stream = [], None, None
+    for raw in open(path):
+        line = raw[:-1] if raw.endswith("\n") else raw
+        if line.startswith("### "):
+            cur = {"args": json.loads(line[4:]), "rc": None, "stdout": "", "stderr": ""}
+            out.append(cur)
+        elif line.startswith("rc "):
+            cur["rc"] = int(line[3:])
+        elif line in ("stdout", "stderr"):
+            stream = line
+        elif line.startswith("| "):
+            cur[stream] += line[2:] + "\n"
+        elif line == NO_NEWLINE:
+            cur[stream] = cur[stream][:-1]
+        else:
+            raise ValueError(f"{path}: unexpected line {line!r}")
+    return out
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
@@ -99,12 +150,10 @@ def main(argv):
         got = list(pool.map(lambda c: run(binary, c), cmds))
     if "--update" in argv:
         os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
-        with open(GOLDEN, "w") as f:
-            for g in got:
-                f.write(json.dumps(g, sort_keys=True) + "\n")
+        write_golden(GOLDEN, got)
         print(f"wrote {len(got)} outputs to {os.path.relpath(GOLDEN, ROOT)}")
         return 0
-    want = [json.loads(l) for l in open(GOLDEN)]
+    want = read_golden(GOLDEN)
     diffs = 0
     if [w["args"] for w in want] != [g["args"] for g in got]:
         print("the list of commands changed: run golden.py --update in a commit that says why")

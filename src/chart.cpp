@@ -136,7 +136,7 @@ void render_chart_text(const Chart& chart, bool colour, std::ostream& out, int w
               series[k].name + "  ";
   fmt::print(out, "{}\n", legend);
   for (std::size_t j = 0; j < chart.limits.size(); ++j)
-    fmt::print(out, "{} {}: {} usable{}{}\n", 1 + j % 9, chart.limits[j].name, gib(chart.limits[j].bytes),
+    fmt::print(out, "{} {}: {} {}{}{}\n", 1 + j % 9, chart.limits[j].name, gib(chart.limits[j].bytes), chart.limits[j].what,
                chart.limits[j].notes.empty() ? "" : "; ", fmt::join(chart.limits[j].notes, ", "));
 }
 
@@ -230,7 +230,7 @@ std::string render_chart_svg(const Chart& chart) {
     s += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\" stroke-width=\"2\" "
                      "stroke-dasharray=\"7 4\"/><text x=\"{4}\" y=\"{5:.1f}\">{6}</text>\n",
                      left + pw + 16, left + pw + 34, ly + 7, cycle(limit_colours, j), left + pw + 38, ly + 11,
-                     xml_escape(l.name + ": " + fmt::format("{:.1f} GiB", l.bytes / gib_bytes) + " usable"));
+                     xml_escape(l.name + ": " + fmt::format("{:.1f} GiB", l.bytes / gib_bytes) + " " + l.what));
     ly += 20;
     for (const auto& note : l.notes) {
       s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" fill=\"#444\">{}</text>\n", left + pw + 38,

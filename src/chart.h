@@ -12,12 +12,13 @@ struct ChartSeries {
   std::size_t style = 0;      // colour/glyph index: a component keeps its colour whatever else is drawn
 };
 
-// A device's usable memory as a limit line, and the last point at or under it.
+// A device's usable memory (or an engine's KV pool there) as a limit line, and the last point at or under it.
 struct ChartLimit {
   std::string name;
   double bytes = 0;
   std::vector<std::size_t> last_fits;   // the last point that fits, per line (index into all points)
   std::vector<std::string> notes;       // legend lines, e.g. the exact largest value
+  std::string what = "usable";          // what the line is: a device's usable memory, or an engine's KV pool
 };
 
 // One swept flag: `stack` holds the components per point (stacked, bottom first). Two swept flags: `lines` holds

@@ -93,11 +93,42 @@ struct Swept {
 // The full report at a point: (x, value of the second flag, --gpu or "" for none).
 using Estimate = std::function<nlohmann::json(std::int64_t, std::int64_t, const std::string&)>;
 
+// What an engine that pre-allocates its KV pool (vLLM, SGLang) answers on one --gpu: whether it starts, the pool it
+// sizes there with that GPU's own defaults, and how many sequences of the point's context the pool holds.
+struct EnginePool {
+  bool starts = false;
+  double pool_bytes = 0;
+  double sequences = 0;
+};
+
 struct Point {
   std::vector<std::int64_t> values;  // one per swept flag
   nlohmann::json memory;             // the report's memory block
   std::vector<bool> fits;            // per --gpu
+  std::vector<EnginePool> pools;     // per --gpu, under vLLM/SGLang
 };
+
+// Under vLLM and SGLang the GPU's memory is the engine's whatever the workload: a point fits when the engine starts
+// and its KV pool holds the concurrency at the context (infer's verdict), so a sweep shows the pool and what it
+// holds rather than a total that grows past the GPU.
+std::optional<EnginePool> engine_pool(const nlohmann::json& report) {
+  const auto& s = report["serving"];
+  if (!s.is_object() || !s.contains("kv_pool_bytes") || s["kv_pool_bytes"].is_null()) return std::nullopt;
+  return EnginePool{s["starts"].get<bool>(), s["kv_pool_bytes"].get<double>(),
+                    s["max_concurrent_sequences"].is_null() ? 0.0 : s["max_concurrent_sequences"].get<double>()};
+}
+
+// The sweep runs under vLLM or SGLang on every --gpu: the pool view.
+bool engine_sweep(const std::vector<Point>& points, std::size_t gpus) {
+  return gpus > 0 && !points.empty() && points.front().pools.size() == gpus;
+}
+
+// A GPU's smallest pool over the points (the pool moves only with --tp and SGLang's request table).
+double smallest_pool(const std::vector<Point>& points, std::size_t g) {
+  double least = points.front().pools[g].pool_bytes;
+  for (const auto& p : points) least = std::min(least, p.pools[g].pool_bytes);
+  return least;
+}
 
 // Per --gpu: the largest x that fits at each value of the second flag (JSON), and the points that are last fits.
 struct Boundaries {
@@ -143,7 +174,7 @@ std::vector<Point> evaluate(const Swept& sw, const std::vector<std::string>& gpu
   usable.assign(gpus.size(), 0);
   for (std::int64_t second : sw.outer())
     for (std::int64_t x : sw.values[0]) {
-      Point p{{x}, {}, {}};
+      Point p{{x}, {}, {}, {}};
       if (sw.two()) p.values.push_back(second);
       nlohmann::json r = at(x, second, "");
       p.memory = r["memory"];
@@ -152,6 +183,7 @@ std::vector<Point> evaluate(const Swept& sw, const std::vector<std::string>& gpu
         const nlohmann::json on = at(x, second, gpus[g]);
         p.fits.push_back(on["fit"]["fits"].get<bool>());
         usable[g] = on["fit"]["capacity_bytes"].get<double>();
+        if (const auto pool = engine_pool(on)) p.pools.push_back(*pool);
       }
       points.push_back(std::move(p));
     }
@@ -192,13 +224,22 @@ Boundaries largest_fits(const Swept& sw, const std::vector<Point>& points, const
       largest.push_back(entry);
     }
     b.devices.push_back({{"gpu", gpus[g]}, {"usable_bytes", usable[g]}, {"largest", largest}});
+    if (engine_sweep(points, gpus.size())) {
+      b.devices.back()["kv_pool_bytes"] = smallest_pool(points, g);
+      b.devices.back()["starts"] = std::all_of(points.begin(), points.end(), [&](const Point& p) { return p.pools[g].starts; });
+    }
   }
   return b;
 }
 
 // The parts that are not zero at every point (inference has no gradients; training no KV cache).
-std::vector<std::size_t> shown_parts(const std::vector<Point>& points) {
+std::vector<std::size_t> shown_parts(const std::vector<Point>& points, std::size_t gpus) {
   std::vector<std::size_t> shown;
+  if (engine_sweep(points, gpus)) {
+    for (std::size_t k = 0; k < parts.size(); ++k)
+      if (std::string(parts[k].first) == "kv_cache") shown.push_back(k);
+    return shown;
+  }
   for (std::size_t k = 0; k < parts.size(); ++k)
     if (std::any_of(points.begin(), points.end(), [&](const Point& p) { return part(p.memory, parts[k].first) > 0; }))
       shown.push_back(k);
@@ -209,6 +250,7 @@ std::vector<std::size_t> shown_parts(const std::vector<Point>& points) {
 // usable memory with its last fits and, in words, its largest values.
 Chart sweep_chart(const std::string& title, const Swept& sw, const std::vector<Point>& points,
                   const std::vector<std::size_t>& shown, const Boundaries& b) {
+  const bool engine = engine_sweep(points, b.devices.size());
   Chart chart;
   chart.title = title;
   chart.x_name = sw.flags[0];
@@ -224,7 +266,10 @@ Chart sweep_chart(const std::string& title, const Swept& sw, const std::vector<P
     const std::vector<std::int64_t> outer = sw.outer();
     for (std::size_t k = 0; k < outer.size(); ++k) {
       ChartSeries s{sw.flags[1] + " " + grouped(outer[k]), {}, k};
-      for (std::size_t i = 0; i < sw.nx(); ++i) s.bytes.push_back(points[k * sw.nx() + i].memory["total_bytes"].get<double>());
+      for (std::size_t i = 0; i < sw.nx(); ++i) {
+        const auto& m = points[k * sw.nx() + i].memory;
+        s.bytes.push_back(engine ? part(m, "kv_cache") : m["total_bytes"].get<double>());
+      }
       chart.lines.push_back(s);
     }
   }
@@ -237,7 +282,11 @@ Chart sweep_chart(const std::string& title, const Swept& sw, const std::vector<P
       if (sw.two()) note += " at " + sw.flags[1] + " " + grouped(l[sw.flags[1]].get<std::int64_t>());
       notes.push_back(note);
     }
-    chart.limits.push_back({d["gpu"].get<std::string>(), d["usable_bytes"].get<double>(), b.last_fits[g], notes});
+    if (engine)
+      chart.limits.push_back({d["gpu"].get<std::string>(), d["kv_pool_bytes"].get<double>(), b.last_fits[g], notes,
+                              "KV pool"});
+    else
+      chart.limits.push_back({d["gpu"].get<std::string>(), d["usable_bytes"].get<double>(), b.last_fits[g], notes});
   }
   return chart;
 }
@@ -257,6 +306,13 @@ nlohmann::json sweep_report(const char* command, const nlohmann::json& first, co
                      {"total_bytes", m["total_bytes"]}};
     row["fits"] = nlohmann::json::object();
     for (std::size_t g = 0; g < gpus.size(); ++g) row["fits"][gpus[g]] = bool(p.fits[g]);
+    if (p.pools.size() == gpus.size() && !gpus.empty()) {
+      row["engine"] = nlohmann::json::object();
+      for (std::size_t g = 0; g < gpus.size(); ++g)
+        row["engine"][gpus[g]] = {{"starts", p.pools[g].starts},
+                                  {"kv_pool_bytes", p.pools[g].pool_bytes},
+                                  {"max_concurrent_sequences", p.pools[g].sequences}};
+    }
     rows.push_back(row);
   }
   nlohmann::json swept = nlohmann::json::array();
@@ -275,7 +331,10 @@ std::vector<std::string> answer_lines(const Swept& sw, const Boundaries& b) {
     for (const auto& l : d["largest"]) {
       const std::string gpu = d["gpu"].get<std::string>();
       const std::string at = sw.two() ? " at " + sw.flags[1] + " " + grouped(l[sw.flags[1]].get<std::int64_t>()) : "";
-      const std::string usable = gib(d["usable_bytes"].get<double>()) + " usable";
+      const std::string usable =
+          !d.contains("kv_pool_bytes") ? gib(d["usable_bytes"].get<double>()) + " usable"
+          : d["starts"].get<bool>()     ? "KV pool " + gib(d["kv_pool_bytes"].get<double>()) + " (the engine's, with this GPU's defaults)"
+                                        : "the engine does not start at every point";
       if (l["value"].is_null()) {
         answers.push_back(fmt::format("{}: no swept {} fits{}; {}", gpu, sw.flags[0], at, usable));
         continue;
@@ -292,18 +351,35 @@ std::vector<std::string> answer_lines(const Swept& sw, const Boundaries& b) {
 std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> point_rows(
     const Swept& sw, const std::vector<Point>& points, const std::vector<std::size_t>& shown,
     const std::vector<std::string>& gpus, bool human) {
+  const bool engine = engine_sweep(points, gpus.size());
   std::vector<std::string> header = sw.flags;
-  for (std::size_t k : shown) header.push_back(parts[k].second);
-  header.push_back("total");
-  for (const auto& g : gpus) header.push_back("fits " + g);
+  if (engine) {
+    header.push_back("KV needed");
+    for (const auto& g : gpus)
+      for (const char* what : {"KV pool ", "holds ", "fits "}) header.push_back(what + g);
+  } else {
+    for (std::size_t k : shown) header.push_back(parts[k].second);
+    header.push_back("total");
+    for (const auto& g : gpus) header.push_back("fits " + g);
+  }
   auto cell = [&](double bytes) { return human ? gib(bytes) : fmt::format("{:.0f}", bytes); };
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : points) {
     std::vector<std::string> c;
     for (std::int64_t v : p.values) c.push_back(human ? grouped(v) : std::to_string(v));
-    for (std::size_t k : shown) c.push_back(cell(part(p.memory, parts[k].first)));
-    c.push_back(cell(p.memory["total_bytes"].get<double>()));
-    for (bool f : p.fits) c.push_back(f ? "yes" : "no");
+    if (engine) {
+      c.push_back(cell(part(p.memory, "kv_cache")));
+      for (std::size_t g = 0; g < gpus.size(); ++g) {
+        const EnginePool& e = p.pools[g];
+        c.push_back(e.starts ? cell(e.pool_bytes) : "no start");
+        c.push_back(e.starts ? fmt::format("{:.1f}", e.sequences) : "-");
+        c.push_back(p.fits[g] ? "yes" : "no");
+      }
+    } else {
+      for (std::size_t k : shown) c.push_back(cell(part(p.memory, parts[k].first)));
+      c.push_back(cell(p.memory["total_bytes"].get<double>()));
+      for (bool f : p.fits) c.push_back(f ? "yes" : "no");
+    }
     rows.push_back(c);
   }
   return {header, rows};
@@ -316,9 +392,12 @@ ExitCode run_points(const char* command, const Swept& sw, const SweepSide& side,
   std::vector<double> usable;
   const std::vector<Point> points = evaluate(sw, side.gpus, at, first, usable);
   const Boundaries b = largest_fits(sw, points, side.gpus, usable, at);
-  const std::vector<std::size_t> shown = shown_parts(points);
-  const Chart chart = sweep_chart(fmt::format("{} {} memory per GPU over {}", first["model"]["name"].get<std::string>(),
-                                              command, sw.flags[0]),
+  const std::vector<std::size_t> shown = shown_parts(points, side.gpus.size());
+  const std::string model = first["model"]["name"].get<std::string>();
+  const Chart chart = sweep_chart(engine_sweep(points, side.gpus.size())
+                                      ? fmt::format("{} KV cache needed per GPU over {}, against each GPU's KV pool",
+                                                    model, sw.flags[0])
+                                      : fmt::format("{} {} memory per GPU over {}", model, command, sw.flags[0]),
                                   sw, points, shown, b);
   if (!side.plot.empty()) {
     std::ofstream f(side.plot, std::ios::binary);

@@ -332,8 +332,10 @@ function renderSweep(m, args) {
   if (r.code !== 0 && r.code !== 1) throw new Error(r.err.trim());
   const report = JSON.parse(r.out);
   $("sweep-chart").innerHTML = engine.readFile("/sweep.svg");  // SVG written by the CLI; its text is XML-escaped
+  // Under vLLM/SGLang a point fits when the engine starts and its KV pool holds the requests (the CLI's verdict).
+  const pool = (d) => d.kv_pool_bytes === undefined ? "" : d.starts ? ` (KV pool ${gib(d.kv_pool_bytes)})` : " (the engine does not start)";
   $("sweep-answer").textContent = report.devices.map((d) => d.largest.map((l) =>
-    l.value === null ? `${d.gpu}: no swept value fits` : `${d.gpu}: largest ${flag} that fits ${l.value.toLocaleString("en")}`).join("; ")).join("; ");
+    (l.value === null ? `${d.gpu}: no swept value fits` : `${d.gpu}: largest ${flag} that fits ${l.value.toLocaleString("en")}`) + pool(d)).join("; ")).join("; ");
   return sweep;
 }
 

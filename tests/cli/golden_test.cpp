@@ -28,7 +28,7 @@ std::vector<Recorded> read_golden(std::istream& in) {
   std::string* stream = nullptr;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("### ", 0) == 0) {
-      all.push_back({nlohmann::json::parse(line.substr(4)).get<std::vector<std::string>>()});
+      all.emplace_back().args = nlohmann::json::parse(line.substr(4)).get<std::vector<std::string>>();
       stream = nullptr;
     } else if (line.rfind("rc ", 0) == 0) {
       all.back().rc = std::stoi(line.substr(3));

@@ -46,6 +46,38 @@ TEST_CASE("sweep infer: each point equals infer at that value; the boundary is e
   CHECK_FALSE(fits(v + 1));
 }
 
+TEST_CASE("sweep infer under vLLM: each GPU's own pool and defaults; fits while the pool holds the batch", "[cli][sweep]") {
+  const std::vector<std::string> model = {"--model", "llama-3.1-8b", "--profile", "vllm", "--context", "8k"};
+  std::vector<std::string> args = {"sweep", "infer", "--batch", "1,16,64", "--gpu", "l40s", "--gpu", "h100-sxm"};
+  args.insert(args.end(), model.begin(), model.end());
+  const auto j = sweep_json(args);
+  REQUIRE(j["points"].size() == 3);
+  for (const std::string gpu : {"l40s", "h100-sxm"}) {
+    std::vector<std::string> one = {"infer", "--gpu", gpu, "--batch", "16"};
+    one.insert(one.end(), model.begin(), model.end());
+    const auto s = sweep_json(one)["serving"];
+    const auto& e = j["points"][1]["engine"][gpu];
+    CHECK(e["kv_pool_bytes"] == s["kv_pool_bytes"]);
+    CHECK(e["max_concurrent_sequences"] == s["max_concurrent_sequences"]);
+    // The largest batch that fits is the number of whole 8k sequences the pool holds.
+    const auto& d = j["devices"][gpu == "l40s" ? 0 : 1];
+    CHECK(d["largest"][0]["value"].get<std::int64_t>() == std::int64_t(s["max_concurrent_sequences"].get<double>()));
+  }
+  // The L40S point is profiled with the L40S's scheduler defaults (2048 tokens, 256 sequences), not an H100's
+  // (8192, 1024), whose larger profiling step would leave a smaller pool.
+  std::vector<std::string> h100_defaults = {"infer", "--gpu", "l40s", "--max-num-batched-tokens", "8192",
+                                            "--max-num-seqs", "1024"};
+  h100_defaults.insert(h100_defaults.end(), model.begin(), model.end());
+  CHECK(sweep_json(h100_defaults)["serving"]["kv_pool_bytes"].get<double>() <
+        j["points"][0]["engine"]["l40s"]["kv_pool_bytes"].get<double>());
+  // The table shows the pool and what it holds, not a total growing past the GPU.
+  const auto table = run_cli({"sweep", "infer", "--batch", "1,64", "--gpu", "l40s", "--model", "llama-3.1-8b", "--profile",
+                              "vllm", "--context", "8k"});
+  CHECK(table.out.find("KV pool l40s") != std::string::npos);
+  CHECK(table.out.find("holds l40s") != std::string::npos);
+  CHECK(table.out.find("total") == std::string::npos);
+}
+
 TEST_CASE("sweep train: two flags make every combination; a one-value flag is fixed", "[cli][sweep]") {
   const auto j = sweep_json({"sweep", "train", "--model", "llama-3.2-1b", "--lora-rank", "16", "--seq", "1k,2k", "--batch",
                              "1..4", "--gpu", "rtx-4090", "--gpu", "h100-sxm"});

@@ -35,6 +35,7 @@ cases = [
     ("plan-infer", ["plan", "infer", "--model", "llama-3.1-8b", "--tokens-per-second", "20000", "--latency", "40ms"]),
     ("sweep", ["sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..128k", "--gpu", "rtx-4090", "--gpu", "h100-sxm"]),
     ("sweep", ["sweep", "train", "--model", "llama-3.2-1b", "--batch", "1..8", "--seq", "1k,4k", "--gpu", "l4"]),
+    ("sweep", ["sweep", "infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--batch", "1,64", "--context", "8k", "--gpu", "l40s"]),
     ("infer", ["infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--", "vllm", "serve", "m", "-tp", "2", "--port", "1"]),
     ("train", ["train", "--model", "gpt2", "--", "deepspeed", "--num_gpus", "2", "t.py", "--bf16", "--deepspeed",
                f"{data}/launch/ds_config_zero2.json"]),

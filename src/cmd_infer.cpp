@@ -46,7 +46,7 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
   cmd.add_option("--engine-version", o.engine_version,
                  "The engine release whose defaults and arithmetic to follow: X.Y[.Z] for vLLM (0.2 on), SGLang (0.4 on) "
-                 "and Ollama; a build (b4343 on) for llama.cpp (default: the newest modelled)");
+                 "and Ollama; a build (b1015 on; memory as b4343 before it) for llama.cpp (default: the newest modelled)");
   add_length_option(cmd, "--chunked-prefill,--max-num-batched-tokens", o.chunked_prefill,
                     "Prefill in chunks of N tokens (vLLM: max_num_batched_tokens, default by release and GPU: 8192 on ≥70 GiB "
                     "GPUs but A100, else 2048; V0: the whole max_model_len)");
@@ -178,8 +178,8 @@ nlohmann::json infer_report(const InferOptions& o) {
     Efficiency eff;
     if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;
     if (o.compute_efficiency != 0) eff.compute = o.compute_efficiency;
-    // Decode reads the cache at its average length over the generation.
-    const double avg_ctx = average_decode_context(double(est.context_tokens), double(w.new_tokens));
+    // Decode reads each sequence's own cache at its average length over the generation, not what the engine reserves.
+    const double avg_ctx = sequence_decode_context(double(w.prompt_len), double(w.new_tokens), double(est.context_tokens));
     // A rate the catalog does not have (Apple M3/M4, GB10 beyond FP4, a --gpu-memory device) is not guessed: with
     // the bandwidth alone, decode's memory time (its step's lower bound); with neither, no speed at all.
     if (!(eff.memory > 0 && eff.memory <= 1)) throw InputError("efficiency factors must be in (0, 1]");
@@ -209,17 +209,34 @@ nlohmann::json infer_report(const InferOptions& o) {
                                                      : "throughput and cost not estimated (--memory-bandwidth gives decode)"));
       return report;
     }
+    ServingEngine engine(w.profile);
+    engine.version = w.llama_cpp.version;
+    engine.flash_attn = w.llama_cpp.flash_attn;
+    engine.ubatch = w.llama_cpp.n_ubatch;
     const Throughput t = serving_throughput(spec, *device, est.weights, est.weight_bytes.in(unit::bytes),
                                             est.kv_bytes_per_token.in(unit::bytes), w.batch, w.prompt_len, avg_ctx,
-                                            w.tp, eff, w.profile);
+                                            w.tp, eff, engine);
+    if (t.decode_overhead.in(unit::seconds) > 0)
+      report["assumptions"].push_back(
+          "decode step " + detail::decimal(t.decode_step.in(unit::seconds) * 1e3, 2) + " ms, of it " +
+          detail::decimal(t.decode_overhead.in(unit::seconds) * 1e3, 2) +
+          " ms the engine's own: each kernel's fixed cost in cycles at " +
+          (device->boost_clock_hz ? detail::decimal(*device->boost_clock_hz / 1e9, 2) + " GHz"
+                                  : "an assumed 1.8 GHz (no boost clock in the catalog)") +
+          (w.profile == Profile::vllm || w.profile == Profile::sglang
+               ? ", the host's scheduling and sampling between steps" + std::string(w.tp > 1 ? ", the all-reduces" : "")
+               : "") +
+          " (fitted on published tables: tests/data/throughput)");
     report["throughput"] = {{"prefill_tokens_per_s", t.prefill_tokens_per_s},
                             {"decode_tokens_per_s", t.decode_tokens_per_s},
                             {"decode_tokens_per_s_per_sequence", t.decode_tokens_per_s / double(w.batch)},
                             {"time_to_first_token_seconds", t.prefill.in(unit::seconds)},
                             {"per_token_latency_seconds", t.decode_step.in(unit::seconds)},
-                            {"decode_bound", t.decode_host_bound      ? "host (eager operators)"
-                                             : t.decode_compute_bound ? "compute"
-                                                                      : "memory bandwidth"},
+                            {"decode_bound", t.decode_host_bound       ? "host (eager operators)"
+                                             : t.decode_overhead_bound ? "engine overhead (kernels, host step)"
+                                             : t.decode_compute_bound  ? "compute"
+                                                                       : "memory bandwidth"},
+                            {"decode_overhead_seconds", t.decode_overhead.in(unit::seconds)},
                             {"decode_weight_bytes_read", t.decode_weight_bytes},
                             {"peak_flops_per_gpu", t.peak.in(unit::flop_per_s)},
                             {"peak_format", t.peak_format},

@@ -38,6 +38,9 @@ struct Device {
   std::optional<double> tdp_watts;
   // Maximum achievable matmul FLOP/s (large bf16 GEMMs, best shape) as a share of the dense bf16 peak, measured.
   std::optional<double> matmul_efficiency;
+  // The boost clock of the GPU's cores (Hz), from its vendor's specification: a kernel's fixed cost is a number of
+  // cycles (throughput.h KernelFloor).
+  std::optional<double> boost_clock_hz;
   std::string interconnect;
   std::optional<ByteRate> interconnect_bandwidth;  // per GPU, bidirectional (NVIDIA convention)
   std::optional<int> pcie_gen;

@@ -681,7 +681,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
           if (!e.serving.starts.value_or(false) || conc < 1) continue;
           auto speed = [&](std::int64_t b) {
             return serving_throughput(s, d, e.weights, e.weight_bytes.in(unit::bytes), e.kv_bytes_per_token.in(unit::bytes),
-                                      b, req.prompt_len, avg_ctx, tp, req.efficiency);
+                                      b, req.prompt_len, avg_ctx, tp, req.efficiency, Profile::vllm);
           };
           // Sequences per replica: the target concurrency where it fits, else the pool's limit; under a latency
           // target, the largest batch whose decode step still meets it (decode time grows with the batch).

@@ -208,6 +208,7 @@ inline nlohmann::json device_json(const Device& d) {
           {"memory_type", d.memory_type},
           {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.in(unit::bytes_per_s)},
           {"tdp_watts", opt(d.tdp_watts)},
+          {"boost_clock_hz", opt(d.boost_clock_hz)},
           {"peak_flops", flops_json(d.peak)},
           {"fp16_accumulate_flops", acc},
           {"interconnect",

@@ -4,12 +4,14 @@
 // time the host takes to issue it (HF's eager generate).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
 
 #include "compute.h"
 #include "hardware.h"
+#include "memory/engine_version.h"
 #include "memory/profile.h"
 #include "model.h"
 #include "quant.h"
@@ -18,11 +20,14 @@
 namespace gpuplan {
 
 struct Efficiency {
-  // Share of peak bandwidth decode reaches: llama.cpp batch-1 decode measured at 48–82 % of the bandwidth
-  // roofline on RTX 3090/4090 (llama.cpp PRs #4766, #4812), median about 70 %.
-  double memory = 0.70;
+  // Share of peak bandwidth a decode step's reads reach once each kernel's fixed cost (KernelFloor) is counted
+  // apart: fitted on the fit half of tests/data/throughput/published.jsonl (llama.cpp, vLLM and SGLang decode on 17
+  // GPUs; 0.89, rounded). Without the floor, llama.cpp batch-1 decode measured 48–82 % of the roofline on RTX
+  // 3090/4090 (llama.cpp PRs #4766, #4812): the rest is what the floor now counts.
+  double memory = 0.90;
   // Share of dense peak FLOP/s prefill reaches: 50 %, between training MFU (~40 %) and large-GEMM efficiency
-  // (~80 % of peak measured for 8192³ bf16 GEMMs on H100/H200); an assumption to override.
+  // (~80 % of peak measured for 8192³ bf16 GEMMs on H100/H200); an assumption to override. The vLLM and SGLang
+  // prefills of the fit half put it at 0.47.
   double compute = 0.50;
 };
 
@@ -37,13 +42,25 @@ inline double experts_touched(const MoeSpec& m, double tokens) {
 }
 
 // Of `weight_bytes` (per GPU, as stored in format f), what a forward of `tokens` tokens reads: all but the routed
-// experts, and of those the share the tokens touch. The experts' share of the bytes comes from the format's own
-// arithmetic (quant.h weight_bytes), so an MXFP4 checkpoint's 4-bit experts beside bf16 attention weigh right.
-inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weight_bytes, double tokens) {
-  if (s.moe.experts <= 0) return weight_bytes;
+// experts, and of those the share the tokens touch; an untied input embedding is gathered, a row per token, never
+// read whole (a tied one is also the lm_head, read whole). The shares come from the format's own arithmetic
+// (quant.h weight_bytes), so an MXFP4 checkpoint's 4-bit experts beside bf16 attention weigh right.
+struct ReadShares {
+  double gathered = 0;  // the untied input embedding's share of the bytes
+  double routed = 0;    // the routed experts' share
+};
+inline ReadShares read_shares(const ModelSpec& s, WeightFormat f) {
   const WeightBytes split = gpuplan::weight_bytes(s, f);
-  const double share = split.routed_experts.in(unit::bytes) / split.total().in(unit::bytes);
-  return weight_bytes * (1.0 - share + share * experts_touched(s.moe, tokens) / double(s.moe.experts));
+  const double total = split.total().in(unit::bytes);
+  if (!(total > 0)) return {};
+  return {s.tied_embeddings ? 0.0 : split.embedding.in(unit::bytes) / total, split.routed_experts.in(unit::bytes) / total};
+}
+inline double weight_bytes_read(const ModelSpec& s, const ReadShares& r, double weight_bytes, double tokens) {
+  const double unread = s.moe.experts > 0 ? r.routed * (1.0 - experts_touched(s.moe, tokens) / double(s.moe.experts)) : 0.0;
+  return weight_bytes * (1.0 - r.gathered - unread);
+}
+inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weight_bytes, double tokens) {
+  return weight_bytes_read(s, read_shares(s, f), weight_bytes, tokens);
 }
 
 // The host's floor under one forward, by engine. HF generate (profile pytorch) runs eagerly: every operator of a
@@ -56,7 +73,7 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 // 1–64, where the step hardly moves with the batch), 14 and 23 µs; gpt-fast's eager baseline on an A100 host, 25.5
 // tokens/s for Llama-2-7B (PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast", 2023), 22 µs. 20 µs
 // is their mean; a host can be a third faster or slower. Engines that replay CUDA graphs (vLLM, SGLang,
-// llama.cpp) get no floor here: theirs is not modelled.
+// llama.cpp) pay per kernel and per step instead (EngineStep below).
 struct HostFloor {
   static constexpr double eager_op_seconds = 20e-6;
   static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 20;
@@ -71,6 +88,113 @@ inline double host_forward_seconds(const ModelSpec& s, Profile engine) {
   return ops * HostFloor::eager_op_seconds;
 }
 
+// The engine a forward runs in, as far as its speed goes: what it launches and how.
+struct ServingEngine {
+  Profile profile = Profile::none;
+  std::optional<EngineVersion> version;  // llama.cpp: the build (Ollama's runner: the newest modelled)
+  bool flash_attn = true;                // llama.cpp -fa
+  std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
+  ServingEngine(Profile p = Profile::none) : profile(p) {}  // NOLINT: a profile alone names an engine
+};
+
+// A kernel costs GPU time beyond its bytes and FLOPs: its launch latency, its ramp and its tail, a fixed number of
+// core clock cycles (so an A100 at 1.41 GHz pays 1.8× what an RTX 4090 at 2.52 GHz does: llama.cpp decodes
+// Llama 3 8B Q4_K_M at 133 and 131 tokens/s on the two, XiongjieDai/GPU-Benchmarks-on-LLM-Inference, though the
+// A100 has twice the bandwidth). Cycles fitted on the fit half of tests/data/throughput/published.jsonl: 7,260 for
+// a kernel replayed from a CUDA graph (~2.9 µs at 2.5 GHz, against 1.0–1.8 µs measured for empty kernels on an
+// H200: real kernels add their ramp and tail), 9,975 for one launched on its own (the host's launch cost overlaps
+// the previous kernel), 11,000 for the serving engines' kernels (vLLM, SGLang: their per-layer count below is
+// the coarser one).
+struct KernelFloor {
+  static constexpr double graph_cycles = 7000;
+  static constexpr double launched_cycles = 10000;
+  static constexpr double serving_cycles = 11000;
+  // A device without a boost clock in the catalog: 1.8 GHz, the middle of the catalog's (1.41–2.62 GHz).
+  static constexpr double default_clock_hz = 1.8e9;
+};
+inline double kernel_seconds(const Device& d, double cycles) {
+  return cycles / d.boost_clock_hz.value_or(KernelFloor::default_clock_hz);
+}
+
+// llama.cpp's CUDA back end by build, as far as its speed goes (ggml-org/ggml mirrors ggml-cuda.cu with the
+// llama.cpp PR of each change; builds inferred from dates where no log names them).
+struct LlamaCppCudaBuild {
+  EngineVersion from;
+  bool cuda_graphs;  // batch-1 decode replayed from a CUDA graph
+  bool mmq;          // quantized prompt GEMMs in MMQ (int8 tensor cores) rather than an F16 copy for cuBLAS
+  const char* source;
+};
+inline constexpr std::array<LlamaCppCudaBuild, 3> llama_cpp_cuda_builds{{
+    {{1015, 0, 0}, false, false,
+     "GGUF builds: every kernel launched on its own; a quantized matrix is dequantized to F16 for cuBLAS per prompt ubatch"},
+    {{2810, 0, 0}, true, false,
+     "CUDA graphs for batch-1 decode (PR #6766, merged 2024-05-08; builds 2824–2843 of 2024-05-09/11 compile with "
+     "GGML_CUDA_USE_GRAPHS in XiongjieDai's logs)"},
+    {{3140, 0, 0}, true, true, "MMQ by default for quantized prompts (PR #8075, 2024-06-24; build inferred by date)"},
+}};
+inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineVersion>& v) {
+  const LlamaCppCudaBuild* row = release_row(llama_cpp_cuda_builds, v.value_or(llama_cpp_cuda_builds.back().from));
+  return row ? *row : llama_cpp_cuda_builds.front();
+}
+
+// Kernels one llama.cpp decoder layer launches at decode, counted in its graph (src/llama-model.cpp build_llama
+// through llm_graph build_attn / build_ffn / build_moe_ffn): attention norm and its weight (2), q, k and v (3), two
+// RoPEs, the K and V stores (2), flash attention (1; without it K·Q, the masked softmax, ·V and a copy: 4), o (1),
+// the residual add (1), FFN norm and weight (2), the gated FFN's gate, up, SiLU, product and down (5), the residual
+// add (1): 20, 23 without flash attention. Quantized weights add the q8_1 quantization of the activations before
+// each of the 7 matrix-vector products (MMVQ). An MoE layer replaces the FFN's 5 by the router (1), its softmax
+// (1), the top-k argsort and view (2), the weights' get_rows (1), their normalisation (2), three mul_mat_id (3) with
+// their quantizations, the GLU (2), the weights' product (1) and k − 1 adds summing the experts; shared experts add
+// a gated FFN. Builds of 2025 fuse some of these (norm with its weight, add with norm, the top-k router): not counted.
+inline double llama_cpp_layer_kernels(const ModelSpec& s, std::int64_t layer, bool quantized, bool flash_attn) {
+  const double q = quantized ? 1.0 : 0.0;
+  double k = 20 + (flash_attn ? 0 : 3) + 7 * q;
+  if (s.is_moe_layer(layer)) {
+    k += -5 - 3 * q + 13 + double(s.moe.experts_per_token - 1) + 3 * q;
+    if (s.moe.shared_experts > 0) k += 5 + 3 * q;
+  }
+  return k;
+}
+inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool flash_attn) {
+  double k = 4;  // output norm, its weight, the lm_head and its quantization
+  for (std::int64_t l = 0; l < s.layers; ++l) k += llama_cpp_layer_kernels(s, l, quantized, flash_attn);
+  return k;
+}
+
+// What a step costs besides its bytes and FLOPs, by engine. vLLM and SGLang replay each decode step from a CUDA
+// graph: ~11 kernels a decoder layer (fused add-and-norm, qkv, rotary, cache store, attention and its split-KV
+// combine, o, add-and-norm, gate-up, SiLU-and-mul, down), and between steps the host schedules, samples and
+// prepares inputs while the GPU waits: 1.4 ms a step fitted on vLLM 0.6.3's A100 rows of the Qwen2.5 speed page
+// (fit half; V0, sequential with the GPU; V1 releases are taken to pay the same: not measured), 1.0 ms on SGLang
+// 0.4.6's H20 rows of the Qwen3 speed page. Tensor parallelism adds two all-reduces a layer at the latency of a
+// small message: 30 µs fitted on the fit half's TP 2 and 4 A100 rows. llama.cpp's host builds and launches the
+// graph while the GPU runs: only its kernels count.
+struct EngineStep {
+  double host = 0;           // sequential host time per forward
+  double decode_kernels = 0;  // kernel floor of one decode step
+  double prompt_kernels = 0;  // kernel floor of one prompt forward (launched one by one)
+  double collectives = 0;     // tensor-parallel all-reduces per forward
+  static constexpr double vllm_host_seconds = 1.4e-3, sglang_host_seconds = 1.0e-3;
+  static constexpr double serving_layer_kernels = 11, allreduce_seconds = 30e-6;
+};
+inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e, std::int64_t tp) {
+  EngineStep c;
+  const double L = double(s.layers);
+  if (e.profile == Profile::vllm || e.profile == Profile::sglang) {
+    c.host = e.profile == Profile::vllm ? EngineStep::vllm_host_seconds : EngineStep::sglang_host_seconds;
+    c.decode_kernels = L * EngineStep::serving_layer_kernels * kernel_seconds(d, KernelFloor::serving_cycles);
+    c.prompt_kernels = L * EngineStep::serving_layer_kernels * kernel_seconds(d, KernelFloor::launched_cycles);
+    c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;
+  } else if (llama_cpp_engine(e.profile)) {
+    const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+    const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn);
+    const bool graphs = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version).cuda_graphs;
+    c.decode_kernels = kernels * kernel_seconds(d, graphs ? KernelFloor::graph_cycles : KernelFloor::launched_cycles);
+    c.prompt_kernels = kernels * kernel_seconds(d, KernelFloor::launched_cycles);
+  }
+  return c;
+}
+
 struct Throughput {
   Seconds prefill{0};            // the whole batch's prompts (time to first token)
   Seconds decode_step{0};        // one token for every sequence
@@ -78,7 +202,9 @@ struct Throughput {
   double decode_tokens_per_s = 0;  // aggregate over the batch
   bool decode_compute_bound = false;
   bool decode_host_bound = false;  // the host issues the step slower than the GPU runs it (eager generate)
+  bool decode_overhead_bound = false;  // the engine's per-step costs (EngineStep) outweigh the step's reads
   double decode_weight_bytes = 0;  // weights a decode step reads (an MoE's touched experts only)
+  Seconds decode_overhead{0};      // of decode_step: kernels, the host's step and all-reduces (EngineStep)
   FlopRate peak{0};
   std::string peak_format;
   Efficiency efficiency;
@@ -96,6 +222,11 @@ inline std::pair<std::optional<double>, std::string> serving_peak(const Device& 
 inline double average_decode_context(double context, double new_tokens) {
   return std::max(1.0, context - new_tokens / 2.0);
 }
+// Of a sequence of `prompt` tokens generating `new_tokens`: the cache it holds is its own, whatever the engine
+// reserves (--context is vLLM's max_model_len, SGLang's context_length, llama.cpp's n_ctx).
+inline double sequence_decode_context(double prompt, double new_tokens, double context) {
+  return average_decode_context(std::min(context, prompt + new_tokens), new_tokens);
+}
 
 // A decode step's memory time: the weights it reads (weight_bytes_read) and every sequence's cache (`context`
 // tokens) once, at the share `e.memory` of the device's bandwidth. Alone (a device with no compute rate) it is the step's lower bound.
@@ -104,11 +235,52 @@ inline double decode_read_seconds(const Device& d, double weight_bytes, double k
   return (weight_bytes + double(batch) * context * kv_bytes_per_token) / (d.memory_bandwidth.in(unit::bytes_per_s) * e.memory);
 }
 
+// The shape of one forward's work, shared by the prefill models below.
+struct ForwardShape {
+  double n2 = 0;    // FLOPs per token of the weights' matmuls, 2·N (N: the active multiplying parameters)
+  double qdim = 0;  // heads × head_dim
+  double layers = 0;
+};
+
+// llama.cpp's prompt: ubatches of -ub tokens, each a forward over every layer. A ubatch of one token is a decode
+// step (matrix-vector kernels, the weights read once per token). Larger ones run the GEMMs at half the fp16
+// tensor rate with fp16 accumulation, which ggml's cuBLAS path asks for (CUBLAS_COMPUTE_16F; GeForce cards run it
+// at twice their fp32-accumulate rate): 0.5 fitted on the fit half's pp rows (GPUs from the RTX 3070 to the H100;
+// 0.525). Before MMQ became the default a quantized matrix was first dequantized to F16 (written and read again,
+// 4 bytes a weight) per ubatch; MMQ is taken at the same rate (not measured apart). Without flash attention each
+// ubatch writes the f32 scores of all its cached keys, and the softmax reads and writes them (16 bytes a score,
+// 17.3 fitted), and computes the masked half too.
+inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e,
+                                       const ForwardShape& w, double batch, double prompt, double kv_bytes_per_token,
+                                       double read_one, double bandwidth, const EngineStep& cost) {
+  const double tokens = batch * prompt;
+  const double ub = std::min(double(e.ubatch), tokens), ubatches = std::ceil(tokens / ub);
+  if (ub <= 1)  // token by token, each a decode step: the weights each time, the cache growing to the prompt
+    return tokens * (cost.decode_kernels + read_one / bandwidth) +
+           batch * prompt * prompt / 2.0 * kv_bytes_per_token / bandwidth;
+  static constexpr double gemm_share = 0.5, score_bytes = 16;
+  const double rate = d.fp16_accumulate.fp16.value_or(d.peak.fp16.value_or(d.peak.bf16.value_or(0))) * gemm_share;
+  if (!(rate > 0)) return 0;
+  // Keys each prompt token meets, over its sequence: causal ½·P² with flash attention; without it every ubatch
+  // scores all keys cached so far and its own, ½·P² + ½·P·ub.
+  const double pairs = batch * (e.flash_attn ? prompt * prompt / 2.0 : prompt * prompt / 2.0 + prompt * ub / 2.0);
+  double t = ubatches * cost.prompt_kernels + (w.n2 * tokens + 4.0 * w.layers * w.qdim * pairs) / rate;
+  if (!e.flash_attn) t += w.layers * double(s.heads) * pairs * score_bytes / bandwidth;
+  const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+  if (quantized && !llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version).mmq)
+    t += ubatches * (w.n2 / 2.0) * 4.0 / bandwidth;
+  return t;
+}
+
 // batch sequences, prompt tokens each, the cache at `context` tokens on average during decode; `weight_bytes` and
-// `kv_bytes_per_token` per GPU, tp GPUs each doing 1/tp of the FLOPs.
+// `kv_bytes_per_token` per GPU, tp GPUs each doing 1/tp of the FLOPs. Decode: the weights the batch's tokens use
+// and every sequence's cache read once, 2·N (active) + 4·L·context·qdim FLOPs per sequence, never faster than an
+// eager host issues it, plus the engine's per-step costs (EngineStep). Prefill: 2·N per token + causal attention,
+// QKᵀ and P·V at 2·p²·qdim per layer (halved by the mask); serving engines add their step costs and read the
+// weights at least once; llama.cpp by ubatch (llama_cpp_prompt_seconds).
 inline Throughput serving_throughput(const ModelSpec& s, const Device& d, WeightFormat f, double weight_bytes,
                                      double kv_bytes_per_token, std::int64_t batch, std::int64_t prompt,
-                                     double context, std::int64_t tp, Efficiency e, Profile engine = Profile::none) {
+                                     double context, std::int64_t tp, Efficiency e, const ServingEngine& engine = {}) {
   if (!(e.memory > 0 && e.memory <= 1) || !(e.compute > 0 && e.compute <= 1))
     throw InputError("efficiency factors must be in (0, 1]");
   const auto [peak, name] = serving_peak(d, f);
@@ -118,22 +290,34 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   t.peak_format = name;
   t.efficiency = e;
   const TrainingFlops per = training_flops(s, Tokens(1), 1, Recompute::none);
-  const double n2 = 2.0 * double(per.matmul_params.in(unit::params));  // forward FLOPs per token, 2·N
-  const double qdim = double(s.heads) * double(s.head_dim), L = double(s.layers);
-  const double b = double(batch), p = double(prompt), tpd = double(tp);
-  // Prefill: 2·N per token + causal attention, QKᵀ and P·V at 2·p²·(heads·head_dim) per layer, halved by the mask.
-  const double prefill_flops = b * (n2 * p + 2.0 * L * p * p * qdim);
-  const double host = host_forward_seconds(s, engine);
-  t.prefill = Seconds(std::max(prefill_flops / (tpd * *peak * e.compute), host));
+  ForwardShape w;
+  w.n2 = 2.0 * double(per.matmul_params.in(unit::params));
+  w.qdim = double(s.heads) * double(s.head_dim);
+  w.layers = double(s.layers);
+  const double b = double(batch), p = double(prompt), rate = double(tp) * *peak * e.compute;
+  const double bandwidth = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
+  const double host = host_forward_seconds(s, engine.profile);
+  const EngineStep cost = engine_step(s, d, f, engine, tp);
+  const ReadShares shares = read_shares(s, f);
+  const double prefill_flops = b * (w.n2 * p + 2.0 * w.layers * p * p * w.qdim);
+  double prefill = std::max(prefill_flops / rate, host);
+  if (engine.profile == Profile::vllm || engine.profile == Profile::sglang)
+    prefill = cost.host + cost.prompt_kernels + cost.collectives +
+              std::max(prefill_flops / rate, weight_bytes_read(s, shares, weight_bytes, b * p) / bandwidth);
+  else if (llama_cpp_engine(engine.profile))
+    prefill = llama_cpp_prompt_seconds(s, d, f, engine, w, b, p, kv_bytes_per_token,
+                                       weight_bytes_read(s, shares, weight_bytes, 1.0), bandwidth, cost);
+  t.prefill = Seconds(prefill);
   t.prefill_tokens_per_s = b * p / t.prefill.in(unit::seconds);
-  // Decode step: read the weights the batch's tokens use and every sequence's cache once; 2·N (active) +
-  // 4·L·context·qdim FLOPs per sequence; never faster than the host issues it.
-  t.decode_weight_bytes = weight_bytes_read(s, f, weight_bytes, b);
+  t.decode_weight_bytes = weight_bytes_read(s, shares, weight_bytes, b);
   const double mem_time = decode_read_seconds(d, t.decode_weight_bytes, kv_bytes_per_token, batch, context, e);
-  const double flop_time = b * (n2 + 4.0 * L * context * qdim) / (tpd * *peak * e.compute);
+  const double flop_time = b * (w.n2 + 4.0 * w.layers * context * w.qdim) / rate;
+  const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;
   t.decode_host_bound = host > std::max(mem_time, flop_time);
-  t.decode_step = Seconds(std::max({mem_time, flop_time, host}));
+  t.decode_overhead_bound = overhead > std::max({mem_time, flop_time, host});
+  t.decode_overhead = Seconds(overhead);
+  t.decode_step = Seconds(std::max({mem_time, flop_time, host}) + overhead);
   t.decode_tokens_per_s = b / t.decode_step.in(unit::seconds);
   return t;
 }

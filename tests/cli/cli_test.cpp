@@ -323,8 +323,10 @@ TEST_CASE("cli: --gpu-memory is a device the catalog does not list", "[cli][cata
   j = nlohmann::json::parse(r.out);
   CHECK(j["throughput"]["prefill_tokens_per_s"].is_null());
   CHECK(j["throughput"]["memory_bandwidth_bytes_per_s"] == 272e9);
-  // Decode reads the weights once per token at 70 % of the bandwidth: under 272e9 × 0.7 / weight bytes tokens/s.
-  CHECK(j["throughput"]["decode_tokens_per_s"].get<double>() < 272e9 * 0.7 / j["memory"]["weight_bytes"].get<double>());
+  // Decode reads the weights (tied: the embedding is the head, read whole) once per token and the cache at 90 % of
+  // the bandwidth: under 272e9 × 0.9 / weight bytes tokens/s.
+  CHECK(j["throughput"]["decode_tokens_per_s"].get<double>() < 272e9 * 0.9 / j["memory"]["weight_bytes"].get<double>());
+  CHECK(j["throughput"]["decode_tokens_per_s"].get<double>() > 0.95 * 272e9 * 0.9 / j["memory"]["weight_bytes"].get<double>());
   CHECK(j["cost"].is_null());
   // With --gpu, the listed device at another capacity keeps its rates.
   r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--gpu", "rtx-4090", "--gpu-memory", "20GiB", "--format", "json"});

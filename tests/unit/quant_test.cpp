@@ -77,10 +77,12 @@ TEST_CASE("serving_throughput: roofline by hand", "[throughput]") {
   Efficiency e;
   e.memory = 0.5;
   e.compute = 0.5;
-  // Batch 1, bf16: decode reads 16.06 GB of weights + 1000 tokens × 131,072 B per step at 0.5 × 3.35 TB/s.
-  const double wbytes = 2.0 * 8'030'261'248;
+  // Batch 1, bf16: decode reads the 16.06 GB of weights but the untied input embedding (128,256 × 4,096, gathered a
+  // row per token) + 1000 tokens × 131,072 B per step at 0.5 × 3.35 TB/s.
+  const double wbytes = 2.0 * 8'030'261'248, embedding = 2.0 * 128'256 * 4'096;
   const auto t = serving_throughput(m, h100, WeightFormat::bf16, wbytes, 131'072, 1, 1000, 1000, 1, e);
-  CHECK(t.decode_step.in(unit::seconds) == Approx((wbytes + 1000 * 131'072.0) / (0.5 * 3.35e12)));
+  CHECK(t.decode_weight_bytes == Approx(wbytes - embedding));
+  CHECK(t.decode_step.in(unit::seconds) == Approx((wbytes - embedding + 1000 * 131'072.0) / (0.5 * 3.35e12)));
   CHECK_FALSE(t.decode_compute_bound);
   // Prefill: (2·N·1000 + 2·32·1000²·4096) FLOPs at 0.5 × 989.4 TFLOP/s, N = 7,504,924,672 multiplying params.
   CHECK(t.prefill.in(unit::seconds) == Approx((2.0 * 7'504'924'672 * 1000 + 2.0 * 32 * 1e6 * 4096) / (0.5 * 989.4e12)));

@@ -29,28 +29,96 @@ TEST_CASE("serving_throughput: an MoE decode step reads the experts its batch ro
   const ModelSpec& m = find_preset("qwen3-30b-a3b").spec;
   const WeightBytes w = weight_bytes(m, WeightFormat::bf16);
   const double total = w.total().in(unit::bytes), experts = w.routed_experts.in(unit::bytes);
-  // 48 layers × 128 experts × 3 × 2048 × 768 bf16 weights = 28.99 GB of the 61.06 GB.
+  // 48 layers × 128 experts × 3 × 2048 × 768 bf16 weights = 28.99 GB of the 61.06 GB; the untied input embedding,
+  // 151,936 × 2048 bf16, is gathered a row per token.
   CHECK(experts == Approx(48.0 * 128 * 3 * 2048 * 768 * 2));
+  const double embedding = 151'936.0 * 2048 * 2;
+  CHECK(w.embedding.in(unit::bytes) == Approx(embedding));
   Efficiency e;
   const auto one = serving_throughput(m, h100, WeightFormat::bf16, total, 0, 1, 16, 1, 1, e);
-  CHECK(one.decode_weight_bytes == Approx(total - experts + experts * 8.0 / 128.0));
-  // At batch 1 it reads ~2.4× less than the whole model, so it decodes ~2.4× faster than a dense model of its size.
-  CHECK(one.decode_step.in(unit::seconds) == Approx(one.decode_weight_bytes / (0.7 * 3.35e12)));
+  CHECK(one.decode_weight_bytes == Approx(total - embedding - experts + experts * 8.0 / 128.0));
+  // At batch 1 it reads ~2.5× less than the whole model, so it decodes ~2.5× faster than a dense model of its size.
+  CHECK(one.decode_step.in(unit::seconds) == Approx(one.decode_weight_bytes / (0.9 * 3.35e12)));
   const auto many = serving_throughput(m, h100, WeightFormat::bf16, total, 0, 64, 16, 1, 1, e);
-  CHECK(many.decode_weight_bytes == Approx(total - experts + experts * (1.0 - std::pow(120.0 / 128.0, 64))));
+  CHECK(many.decode_weight_bytes ==
+        Approx(total - embedding - experts + experts * (1.0 - std::pow(120.0 / 128.0, 64))));
 }
 
 TEST_CASE("serving_throughput: eager generate is never faster than its host issues operators", "[throughput]") {
   const Device& h100 = builtin_catalog().get("h100-sxm");
-  const ModelSpec& m = find_preset("llama-3.2-1b").spec;
+  const ModelSpec& m = find_preset("llama-3.2-1b").spec;  // tied embeddings: the head reads the matrix whole
   Efficiency e;
   const double wbytes = 2.0 * 1'235'814'400;
-  // 16 layers × 56 operators + 10 at 20 µs = 18.12 ms: above the 1.05 ms the weights take at 0.7 × 3.35 TB/s.
+  // 16 layers × 56 operators + 10 at 20 µs = 18.12 ms: above the 0.82 ms the weights take at 0.9 × 3.35 TB/s.
   const auto hf = serving_throughput(m, h100, WeightFormat::bf16, wbytes, 32'768, 1, 16, 100, 1, e, Profile::pytorch);
   CHECK(hf.decode_step.in(unit::seconds) == Approx(0.01812));
   CHECK(hf.decode_host_bound);
   CHECK_FALSE(hf.decode_compute_bound);
+  // vLLM replays the step from a CUDA graph: no eager host, but 16 layers × 11 kernels × 11,000 cycles at the
+  // 1.8 GHz assumed for a device without a catalog clock (0.98 ms) and the host's 1.4 ms between steps.
   const auto graphs = serving_throughput(m, h100, WeightFormat::bf16, wbytes, 32'768, 1, 16, 100, 1, e, Profile::vllm);
   CHECK_FALSE(graphs.decode_host_bound);
-  CHECK(graphs.decode_step.in(unit::seconds) == Approx((wbytes + 100 * 32'768.0) / (0.7 * 3.35e12)));
+  CHECK(graphs.decode_overhead.in(unit::seconds) == Approx(1.4e-3 + 16 * 11 * 11'000 / 1.8e9));
+  CHECK(graphs.decode_step.in(unit::seconds) ==
+        Approx((wbytes + 100 * 32'768.0) / (0.9 * 3.35e12) + 1.4e-3 + 16 * 11 * 11'000 / 1.8e9));
+  CHECK(graphs.decode_overhead_bound);  // 2.38 ms of overhead against 0.82 ms of reads
+}
+
+TEST_CASE("sequence_decode_context: a sequence reads its own cache, not what the engine reserves", "[throughput]") {
+  // One prompt token and 2048 new under SGLang's context_length 140000: the cache averages 1 + 2048 − 1024 tokens.
+  CHECK(sequence_decode_context(1, 2048, 140'000) == Approx(1025.0));
+  // A context below the sequence (a truncated cache) bounds it.
+  CHECK(sequence_decode_context(4096, 512, 2048) == Approx(2048 - 256.0));
+}
+
+TEST_CASE("llama_cpp_layer_kernels: a layer's kernels counted in llama.cpp's graph", "[throughput][llama.cpp]") {
+  const ModelSpec& llama = find_preset("llama-3.1-8b").spec;
+  // 20 ops with flash attention; Q4_0 adds the q8_1 quantization of the activations before each of the 7 mat-vecs.
+  CHECK(llama_cpp_layer_kernels(llama, 0, false, true) == 20);
+  CHECK(llama_cpp_layer_kernels(llama, 0, true, true) == 27);
+  CHECK(llama_cpp_layer_kernels(llama, 0, false, false) == 23);  // K·Q, softmax, ·V and a copy for attention
+  // Qwen3-30B-A3B: the FFN's 5 (and its 3 quantizations) become 13 routing/expert kernels, 7 adds summing 8 experts
+  // and 3 quantizations: 27 − 8 + 13 + 7 + 3 = 42; 48 such layers and the output's 4.
+  const ModelSpec& moe = find_preset("qwen3-30b-a3b").spec;
+  CHECK(llama_cpp_layer_kernels(moe, 0, true, true) == 42);
+  CHECK(llama_cpp_step_kernels(moe, true, true) == 48 * 42 + 4);
+}
+
+TEST_CASE("serving_throughput: llama.cpp's kernels cost cycles, fewer from a CUDA graph", "[throughput][llama.cpp]") {
+  const Device& rtx4090 = builtin_catalog().get("rtx-4090");
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  REQUIRE(rtx4090.boost_clock_hz);
+  CHECK(*rtx4090.boost_clock_hz == Approx(2.52e9));
+  const double wbytes = weight_bytes(m, WeightFormat::q4_0, 128, true).total().in(unit::bytes);
+  Efficiency e;
+  ServingEngine engine(Profile::llama_cpp);
+  // 32 × 27 + 4 = 868 kernels: 868 × 10,000 cycles at 2.52 GHz = 3.444 ms launched one by one (a January 2024
+  // build), 868 × 7,000 = 2.411 ms replayed from a CUDA graph (from b2810).
+  engine.version = EngineVersion{1800, 0, 0};
+  const auto launched = serving_throughput(m, rtx4090, WeightFormat::q4_0, wbytes, 0, 1, 1, 1, 1, e, engine);
+  CHECK(launched.decode_overhead.in(unit::seconds) == Approx(868 * 10'000 / 2.52e9));
+  engine.version = EngineVersion{2824, 0, 0};
+  const auto graphs = serving_throughput(m, rtx4090, WeightFormat::q4_0, wbytes, 0, 1, 1, 1, 1, e, engine);
+  CHECK(graphs.decode_overhead.in(unit::seconds) == Approx(868 * 7'000 / 2.52e9));
+  CHECK(graphs.decode_step.in(unit::seconds) ==
+        Approx(graphs.decode_weight_bytes / (0.9 * 1.008e12) + 868 * 7'000 / 2.52e9));
+  // A prompt in ubatches of one token is that many decode steps over a cache growing to it (llama-bench -ub 1):
+  // 512 × (2.411 ms + the weights' read) + ½ · 512² · 131,072 B at 0.9 × 1.008 TB/s.
+  engine.ubatch = 1;
+  const auto ub1 = serving_throughput(m, rtx4090, WeightFormat::q4_0, wbytes, 131'072, 1, 512, 1, 1, e, engine);
+  CHECK(ub1.prefill.in(unit::seconds) ==
+        Approx(512 * (868 * 7'000 / 2.52e9 + graphs.decode_weight_bytes / (0.9 * 1.008e12)) +
+               0.5 * 512 * 512 * 131'072 / (0.9 * 1.008e12)));
+}
+
+TEST_CASE("serving_throughput: tensor parallelism pays two all-reduces a layer", "[throughput]") {
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  Efficiency e;
+  const double wbytes = 2.0 * 8'030'261'248;
+  // 32 layers × 11 kernels × 11,000 cycles at 1.41 GHz = 2.746 ms, the host's 1.4 ms, and at TP 2 64 all-reduces of 30 µs.
+  const auto one = serving_throughput(m, a100, WeightFormat::bf16, wbytes, 0, 1, 1, 1, 1, e, Profile::vllm);
+  CHECK(one.decode_overhead.in(unit::seconds) == Approx(32 * 11 * 11'000 / 1.41e9 + 1.4e-3));
+  const auto two = serving_throughput(m, a100, WeightFormat::bf16, wbytes / 2, 0, 1, 1, 1, 2, e, Profile::vllm);
+  CHECK(two.decode_overhead.in(unit::seconds) == Approx(32 * 11 * 11'000 / 1.41e9 + 1.4e-3 + 64 * 30e-6));
 }

@@ -57,8 +57,11 @@ struct LlamaCppRelease {
 };
 
 // One arithmetic from the oldest build checked against logs to the newest read: the buffers are unchanged across
-// the llama_kv_cache_unified and llama_kv_cache rewrites.
-inline constexpr std::array<LlamaCppRelease, 1> llama_cpp_releases{{
+// the llama_kv_cache_unified and llama_kv_cache rewrites. Builds from GGUF's first (b1015) on are accepted for the
+// speed of their CUDA back end (throughput.h llama_cpp_cuda_builds, scored against published tables of 2023–24);
+// their memory is taken as b4343's, which no log of theirs was checked against.
+inline constexpr std::array<LlamaCppRelease, 2> llama_cpp_releases{{
+    {{1015, 0, 0}, "GGUF files (2023-08): memory as b4343, not checked against these builds' logs"},
     {{4343, 0, 0},
      "src/llama-kv-cache.cpp get_padding (flash_attn ? 256 : 32); src/llama-context.cpp graph_reserve; "
      "src/llama-model.cpp load_tensors — ggml-org/ci logs of b4343 and b4822, users' early-2025 builds"},

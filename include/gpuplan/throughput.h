@@ -104,7 +104,7 @@ struct ServingEngine {
 // a kernel replayed from a CUDA graph (~2.9 µs at 2.5 GHz, against 1.0–1.8 µs measured for empty kernels on an
 // H200: real kernels add their ramp and tail), 9,975 for one launched on its own (the host's launch cost overlaps
 // the previous kernel), 11,000 for the serving engines' kernels (vLLM, SGLang: their per-layer count below is
-// the coarser one).
+// the coarser one); the first two are kept rounded, to 7,000 and 10,000.
 struct KernelFloor {
   static constexpr double graph_cycles = 7000;
   static constexpr double launched_cycles = 10000;

@@ -326,37 +326,44 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
 }
 
 TEST_CASE("cli: train prices plan train's setups as plan train does", "[cli][cost][plan]") {
-  auto r = run_cli({"plan", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "--top", "5", "--format", "json"});
-  REQUIRE(r.code == ExitCode::ok);
-  const auto plan = nlohmann::json::parse(r.out);
   int compared = 0, multi = 0;
-  for (const auto& b : plan["best"]) {
-    const auto& L = b["layout"];
-    if (L["pipeline"] != 1 || L["expert"] != 1) continue;  // flags below: data × tensor parallelism
-    const std::int64_t per_node = std::min(b["gpus"].get<std::int64_t>(), b["gpus_per_instance"].get<std::int64_t>());
-    const std::string zero = std::to_string(L["zero"].get<int>());
-    std::vector<std::string> args{"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--format", "json",
-                                  "--tokens", std::to_string(plan["request"]["tokens"].get<std::int64_t>()),
-                                  "--gpus", std::to_string(per_node),
-                                  "--nodes", std::to_string(b["gpus"].get<std::int64_t>() / per_node),
-                                  "--tp", std::to_string(L["tensor"].get<int>()), "--zero", zero,
-                                  "--batch", std::to_string(L["micro_batch"].get<int>()),
-                                  "--grad-accum", std::to_string(L["grad_accum"].get<int>()),
-                                  "--recompute", L["recompute"].get<std::string>()};
-    if (L["offload"] != "none") continue;
-    INFO(b.dump());
-    const auto t = run_cli(args);
-    REQUIRE(t.code == ExitCode::ok);
-    const auto j = nlohmann::json::parse(t.out);
-    CHECK(j["cost"]["instance"]["name"] == b["instance"]);
-    CHECK(j["cost"]["instances"] == b["instances"]);
-    CHECK(j["time"]["seconds"].get<double>() == Approx(b["seconds"].get<double>()).epsilon(1e-6));
-    CHECK(j["cost"]["usd"].get<double>() == Approx(b["usd"].get<double>()).epsilon(1e-6));
-    ++compared;
-    multi += b["instances"].get<int>() > 1;
+  // The whole catalog (single pods and nodes win) and one provider of 8-GPU nodes only (runs over instances win).
+  for (const std::string provider : {"", "lambda"}) {
+    std::vector<std::string> ask{"plan", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "--top", "5", "--format", "json"};
+    if (!provider.empty()) ask.insert(ask.end(), {"--provider", provider});
+    auto r = run_cli(ask);
+    REQUIRE(r.code == ExitCode::ok);
+    const auto plan = nlohmann::json::parse(r.out);
+    for (const auto& b : plan["best"]) {
+      const auto& L = b["layout"];
+      // train's flags below say data × tensor parallelism, ZeRO, micro-batches and recomputation.
+      if (L["pipeline"] != 1 || L["expert"] != 1 || L["offload"] != "none") continue;
+      INFO(b.dump());
+      const std::int64_t per_node = std::min(b["gpus"].get<std::int64_t>(), b["gpus_per_instance"].get<std::int64_t>());
+      std::vector<std::string> args{"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--format", "json",
+                                    "--tokens", std::to_string(plan["request"]["tokens"].get<std::int64_t>()),
+                                    "--gpus", std::to_string(per_node),
+                                    "--nodes", std::to_string(b["gpus"].get<std::int64_t>() / per_node),
+                                    "--tp", std::to_string(L["tensor"].get<int>()),
+                                    "--zero", std::to_string(L["zero"].get<int>()),
+                                    "--batch", std::to_string(L["micro_batch"].get<int>()),
+                                    "--grad-accum", std::to_string(L["grad_accum"].get<int>()),
+                                    "--recompute", L["recompute"].get<std::string>()};
+      if (!provider.empty()) args.insert(args.end(), {"--provider", provider});
+      const auto t = run_cli(args);
+      REQUIRE(t.code == ExitCode::ok);
+      const auto j = nlohmann::json::parse(t.out);
+      CHECK(j["cost"]["instance"]["name"] == b["instance"]);
+      CHECK(j["cost"]["instance"]["gpus"] == b["gpus_per_instance"]);
+      CHECK(j["cost"]["instances"] == b["instances"]);
+      CHECK(j["time"]["seconds"].get<double>() == Approx(b["seconds"].get<double>()).epsilon(1e-6));
+      CHECK(j["cost"]["usd"].get<double>() == Approx(b["usd"].get<double>()).epsilon(1e-6));
+      ++compared;
+      multi += b["instances"].get<int>() > 1;
+    }
   }
-  CHECK(compared >= 3);
-  CHECK(multi >= 1);
+  CHECK(compared >= 6);
+  CHECK(multi >= 3);
 }
 
 TEST_CASE("cli: scale", "[cli][compute]") {

@@ -108,12 +108,13 @@ TEST_CASE("price_setup: a group inside one instance, replicas on as many as they
   CHECK(prices({2, 2, false}) == P{{"1xpod:2", 5.0}, {"1xnode8:8", 24.0}});
   // Three independent replicas: three VMs ($6), a pod of 3 ($7.50), one 8-GPU instance.
   CHECK(prices({3, 1, false}) == P{{"3xvm1:1", 6.0}, {"1xpod:3", 7.5}, {"1xnode8:8", 24.0}});
-  // Training on 2 nodes of 8: two pods of 8 ($40) or two instances ($48); VMs hold no node.
-  CHECK(prices({16, 8, true}) == P{{"2xpod:8", 40.0}, {"2xnode8:8", 48.0}});
+  // Training on 2 nodes of 8: two 8-GPU instances ($48); VMs hold no node, and pods are not linked into clusters.
+  CHECK(prices({16, 8, true}) == P{{"2xnode8:8", 48.0}});
   // Eight linked data-parallel GPUs: not over eight single-GPU VMs (no cluster network), but in one pod or node.
   CHECK(prices({8, 1, true}) == P{{"1xpod:8", 20.0}, {"1xnode8:8", 24.0}});
-  // More than a pod holds, linked: pods of 8 (the largest), 3 of them for 20 GPUs.
-  CHECK(prices({20, 4, true}) == P{{"3xpod:8", 60.0}, {"3xnode8:8", 72.0}});
+  // Independent replicas beyond a pod: pods of 8 (the largest), 3 of them for 20 GPUs in groups of 4.
+  CHECK(prices({20, 4, false}) == P{{"3xpod:8", 60.0}, {"3xnode8:8", 72.0}});
+  CHECK(prices({20, 4, true}) == P{{"3xnode8:8", 72.0}});
   // A group larger than any instance: nothing to rent.
   CHECK(prices({16, 16, true}).empty());
   CHECK(prices({1, 1, false}, "pods") == P{{"1xpod:1", 2.5}});

@@ -27,6 +27,7 @@
 #include "memory/inference.h"
 #include "memory/training.h"
 #include "parallel.h"
+#include "runs_on.h"
 #include "step_time.h"
 #include "throughput.h"
 
@@ -650,7 +651,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     for (std::int64_t tp : {1, 2, 4, 8}) {
       if (serving_tp_problem(s, InferenceWorkload{}, tp)) continue;  // vLLM's head divisibility
       for (WeightFormat wf : req.weights) {
-        if (!serving_peak(d, wf).first) continue;
+        if (!serving_peak(d, wf).first || cannot_run(d, Profile::vllm, wf)) continue;  // runs_on.h
         for (KvDtype kv : req.kv) {
           ++plan.evaluated;
           InferenceWorkload w;
@@ -733,7 +734,8 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
   plan.assumptions.push_back("engine: vLLM " + req.engine_version.value_or(vllm_newest).str() +
                              " (profile vllm: gpu_memory_utilization 0.9 of the CUDA total, max_model_len = prompt + new "
                              "tokens, 16-token KV blocks); a replica is tp GPUs of one instance; replicas until the "
-                             "target is met");
+                             "target is met; only GPUs vLLM runs the weight format on (runs_on.h: FP8/MXFP4 on FP8 cores "
+                             "or Marlin from sm80, AWQ from sm75, NVIDIA and AMD only)");
   plan.assumptions.push_back("throughput: roofline at " + std::to_string(int(req.efficiency.memory * 100)) +
                              "% of memory bandwidth and " + std::to_string(int(req.efficiency.compute * 100)) +
                              "% of peak FLOP/s; decode reads the cache at its average length");

@@ -323,6 +323,26 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
   j = nlohmann::json::parse(r.out);
   CHECK(j["cost"].is_null());
   CHECK_THAT(j["assumptions"].dump(), Catch::Contains("holds 2 GPUs in one instance"));
+  // vLLM cannot run FP8 weights on a V100 (no FP8 cores, Marlin from sm80): no offering is priced; the user's price is.
+  r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--weights", "fp8", "--profile", "vllm", "--gpu", "v100", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"].is_null());
+  CHECK_THAT(j["assumptions"].dump(), Catch::Contains("no offering priced") && Catch::Contains("sm80"));
+  r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--weights", "fp8", "--profile", "vllm", "--gpu", "v100",
+               "--price-per-gpu-hour", "1", "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["cost"]["usd_per_hour"] == 1.0);
+  // plan infer never offers a GPU the engine cannot run the format on.
+  r = run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "16", "--top", "100", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["best"].empty());
+  for (const auto& b : j["best"]) {
+    INFO(b["gpu"] << " " << b["weights"]);
+    const auto& d = builtin_catalog().get(b["gpu"].get<std::string>());
+    CHECK((d.vendor == "NVIDIA" || d.vendor == "AMD"));
+    CHECK_FALSE(cannot_run(d, Profile::vllm, parse_enum<WeightFormat>(weight_format_names, b["weights"].get<std::string>(), "w")));
+  }
 }
 
 TEST_CASE("cli: train prices plan train's setups as plan train does", "[cli][cost][plan]") {

@@ -131,6 +131,8 @@ TEST_CASE("plan_serving: the target is met by every setup", "[plan]") {
     CHECK(c.token_latency.in(unit::seconds) <= 0.040);
     CHECK(c.usd_per_million_output_tokens ==
           Approx(c.rental.per_hour().in(unit::usd_per_hour) / (c.decode_tokens_per_s * 3600) * 1e6));
+    // Only GPUs vLLM runs the format on (runs_on.h).
+    CHECK_FALSE(cannot_run(*c.device, Profile::vllm, c.weights));
     // Each replica's tensor-parallel group inside one instance; as many instances as the replicas need.
     CHECK(c.rental.gpus_per_instance >= c.tp);
     CHECK(c.rental.instances * (c.rental.gpus_per_instance / c.tp) >= c.replicas);

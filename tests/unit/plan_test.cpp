@@ -241,3 +241,16 @@ TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[
   L.tp = 16;  // tensor parallelism beyond one instance's GPUs
   CHECK(detail::price_layout(s, req, stages, L, 0, work, choices[0], 1e20) == std::nullopt);
 }
+
+TEST_CASE("plan steps: the same cost and time on fewer instances ranks first", "[plan][steps]") {
+  TrainingCandidate a, b;
+  a.cost = b.cost = Usd(100);
+  a.time = b.time = Seconds(3600);
+  a.rental.instances = 128;
+  b.rental.instances = 256;
+  CHECK(detail::ranks_before(a, b, Objective::cost));
+  CHECK_FALSE(detail::ranks_before(b, a, Objective::cost));
+  b.cost = Usd(99);  // cheaper still wins by cost
+  CHECK(detail::ranks_before(b, a, Objective::cost));
+  CHECK(detail::ranks_before(b, a, Objective::time));  // same time: the cheaper first
+}

@@ -398,6 +398,11 @@ TEST_CASE("cli: scale", "[cli][compute]") {
   j = nlohmann::json::parse(r.out);
   // $1M at $6.88/GPU-h = 145,349 H100-hours × 989.4 TFLOP/s × 40 % MFU.
   CHECK(j["budget"]["flops"].get<double>() == Approx(1e6 / 6.88 * 3600 * 989.4e12 * 0.40).epsilon(1e-6));
+  CHECK(j["budget"]["price"]["instance"]["name"] == "p5.48xlarge");  // 8-GPU nodes: not the 1-GPU p5.4xlarge
+  CHECK_THAT(run_cli({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "aws"}).out,
+             Catch::Contains("Price      $6.88/GPU-hour: aws p5.48xlarge (8 GPUs, $55.04/h each, on-demand), as of"));
+  // A provider with no instance of an 8-GPU node prices no budget.
+  CHECK(run_cli({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "runpod"}).code == ExitCode::usage);
   CHECK(run_cli({"scale"}).code == ExitCode::usage);
   CHECK(run_cli({"scale", "--budget", "1M"}).code == ExitCode::usage);
   CHECK(run_cli({"scale", "--compute", "-5"}).code == ExitCode::usage);

@@ -1,9 +1,11 @@
 // SGLang's start-up arithmetic (include/gpuplan/memory/sglang.h), by hand and against the numbers SGLang logged
 // (tests/data/engines/sglang.jsonl, tests/data/engines/collected/sglang.jsonl).
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include <gpuplan/builtin.h>
 #include <gpuplan/memory/inference.h>
+#include <gpuplan/model_hf.h>
 
 using namespace gpuplan;
 
@@ -40,4 +42,23 @@ TEST_CASE("SGLang: hybrid models share the pool between state slots and full-att
   const double state = e.memory.components.kv_cache.in(unit::bytes) - kv;
   CHECK(state / kv == Approx(0.9).epsilon(0.05));
   CHECK(double(*e.serving.kv_tokens) * e.kv_bytes_per_token.in(unit::bytes) <= kv);
+}
+
+TEST_CASE("model types the SGLang logs bring: seed_oss", "[engines][sglang][model_hf]") {
+  // Seed-OSS 36B (tests/data/engines/configs/seed-oss-36b-instruct.json): Llama's block with q/k/v biases and no
+  // o_proj bias (attention_out_bias false). By hand: untied embeddings 2 × 155,136 × 5120; a layer q 5120 × 10,240
+  // + 10,240, k and v 5120 × 1024 + 1024 each, o 10,240 × 5120, gated MLP 3 × 5120 × 27,648, two norms of 5120.
+  std::ifstream f(std::string(GPUPLAN_TEST_DATA) + "/engines/configs/seed-oss-36b-instruct.json");
+  const ModelSpec s = model_from_hf_config(nlohmann::json::parse(f), "seed-oss");
+  CHECK(s.qkv_bias);
+  CHECK_FALSE(s.o_bias);
+  const std::int64_t layer = (5120 * 10240 + 10240) + 2 * (5120 * 1024 + 1024) + 10240 * 5120 + 3 * 5120 * 27648 + 2 * 5120;
+  CHECK(count_params(s).total.in(unit::params) == 2 * 155136LL * 5120 + 64 * layer + 5120);
+  // K and V of 64 layers × 8 heads × 128 × 2 B: the held-out yuy4o/llm log's K size, 4.92 GB over 40,322 tokens, is half.
+  InferenceWorkload w;
+  w.profile = Profile::sglang;
+  w.context = 128'000;
+  w.sglang.mem_fraction_static = 0.98;
+  w.device_memory = Bytes(80.0 * kSglangGiB);
+  CHECK(estimate_inference_memory(s, w).kv_bytes_per_token.in(unit::bytes) == 262'144.0);
 }

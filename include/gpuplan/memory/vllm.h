@@ -70,8 +70,10 @@ inline constexpr std::array<VllmRelease, 9> vllm_releases{{
     {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0, false,
      "vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, get_max_concurrency_for_kv_cache_config "
      "(hybrid KV-cache manager); vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes"},
-    {{0, 16, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
-     "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02): top-k/top-p without a full sort"},
+    {{0, 17, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
+     "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02, first released in 0.17): top-k/top-p "
+     "without a full sort; llm-d-planner's version sweep logs the same Qwen3-14B on H100 with a 5.64 GiB torch peak "
+     "under 0.15 and 0.16 and 2.23 GiB under 0.17"},
     {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
      "vllm/v1/worker/gpu_worker.py determine_available_memory, vllm/engine/arg_utils.py get_batch_defaults, "
      "vllm/v1/core/kv_cache_utils.py at v0.19.0, checked against llm-d-planner's v0.19.0 start-up logs"},
@@ -96,11 +98,11 @@ struct VllmProfile {
   static constexpr Bytes non_torch_tensor_parallel_nvls{2.1 * 1073741824.0};
   static constexpr Bytes non_torch_tensor_parallel{0.4 * 1073741824.0};
   // The sampler's dummy run over max_num_seqs rows of logits, bytes per logit beyond the logits in the model dtype.
-  // Triton top-k/top-p (0.16 on): the fp32 copy, the softmax and the exponential noise of random sampling (12 B)
+  // Triton top-k/top-p (0.17 on): the fp32 copy, the softmax and the exponential noise of random sampling (12 B)
   // and a 1-byte mask; 13 B reproduces the torch peak of the sampler-bound v0.19 logs within 3 % (Llama 3.1,
   // Qwen2.5, Gemma 2, Granite).
   static constexpr double sampler_triton_bytes_per_logit = 13.0;
-  // torch.sort top-k/top-p (V0 and V1 before 0.16; FlashInfer's sampler off by default): at the sort the fp32
+  // torch.sort top-k/top-p (V0 and V1 before 0.17; FlashInfer's sampler off by default): at the sort the fp32
   // logits (4), the sorted values (4) and their int64 indices (8), and the sort's own int64 index input and cub's
   // alternate key/value buffers (8 + 4 + 8). PR #32558 measured the torch path at 1.25 GB beyond its fp32 input for
   // 256 × 131,072 logits (37 B each; 32 here).

@@ -182,6 +182,11 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch) == Approx(2.1 * kGiB));
   CHECK(vllm_non_torch_bytes(2, GpuLink::pcie) == Approx(0.4 * kGiB));
   CHECK(vllm_non_torch_bytes(1, GpuLink::pcie) == Approx(0.25 * kGiB));
+  // By release: 0.11–0.17 logged 0.13 GiB on one H100 and 0.54 at TP 2; from 0.18 0.25 and 2.1.
+  CHECK(vllm_non_torch_bytes(1, GpuLink::nvswitch, vllm_release(EngineVersion{0, 17, 1})) == Approx(0.13 * kGiB));
+  CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.54 * kGiB));
+  CHECK(vllm_non_torch_bytes(1, GpuLink::nvswitch, vllm_release(EngineVersion{0, 18, 0})) == Approx(0.25 * kGiB));
+  CHECK(vllm_non_torch_bytes(2, GpuLink::pcie, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.4 * kGiB));
   CHECK(gpu_link_of("NVLink 4 (18 links)") == GpuLink::nvswitch);
   CHECK(gpu_link_of("NVLink bridge (2 GPUs)") == GpuLink::nvlink);
   CHECK(gpu_link_of("NVLink 3 (12 links)") == GpuLink::nvlink);

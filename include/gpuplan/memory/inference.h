@@ -544,7 +544,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
   const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel);
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
-  const double non_torch = vllm_non_torch_bytes(w.tp, w.link) +
+  const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;

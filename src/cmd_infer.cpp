@@ -59,7 +59,18 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_flag("--enable-expert-parallel", w.vllm.enable_expert_parallel,
                "vLLM: experts whole on each rank instead of sliced over --tp");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
-                 "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
+                 "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default by "
+                 "build: --fit's from b7437 with --gpu, all from b6646, none before)");
+  cmd.add_option("--fit", o.llama_fit, "llama.cpp --fit: on (default from b7437) places layers and experts for the free memory | off");
+  cmd.add_option("--fit-target", w.llama_cpp.fit_target_mib, "llama.cpp --fit-target: MiB --fit leaves free (default 1024)");
+  cmd.add_option("--gpu-free", o.gpu_free, "llama.cpp: the GPU's free memory at start (default: its total less the "
+                                           "CUDA context), what --fit places for");
+  cmd.add_option("--n-cpu-moe", o.n_cpu_moe, "llama.cpp --n-cpu-moe: routed experts of the first N layers in host memory");
+  cmd.add_flag("--cpu-moe", o.cpu_moe, "llama.cpp --cpu-moe: every layer's routed experts in host memory");
+  cmd.add_option("--override-tensor", w.llama_cpp.override_tensor,
+                 "llama.cpp -ot PATTERN=CPU (repeatable, or comma-separated): tensors matching PATTERN in host memory "
+                 "(gpuplan places routed experts, e.g. exps=CPU)")
+      ->delimiter(',');
   add_length_option(cmd, "--ubatch", w.llama_cpp.n_ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
                  "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
@@ -108,6 +119,15 @@ nlohmann::json infer_report(const InferOptions& o) {
   if (o.flash_attn != "on" && o.flash_attn != "off") throw InputError("--flash-attn: expected on or off");
   w.llama_cpp.flash_attn = o.flash_attn == "on";
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
+  if (!o.llama_fit.empty()) {
+    if (o.llama_fit != "on" && o.llama_fit != "off") throw InputError("--fit: expected on or off");
+    w.llama_cpp.fit = o.llama_fit == "on";
+  }
+  if (!(w.llama_cpp.fit_target_mib >= 0 && w.llama_cpp.fit_target_mib <= 1e7)) throw InputError("--fit-target must be 0 or more MiB");
+  if (!o.gpu_free.empty()) w.llama_cpp.gpu_free = parse_bytes(o.gpu_free);
+  if (o.n_cpu_moe < -1) throw InputError("--n-cpu-moe must be 0 or more");
+  if (o.n_cpu_moe >= 0) w.llama_cpp.n_cpu_moe = o.n_cpu_moe;
+  if (o.cpu_moe) w.llama_cpp.n_cpu_moe = std::numeric_limits<std::int64_t>::max();
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
   w.stored = source.stored_language();

@@ -328,8 +328,11 @@ void render_infer_table(const json& r, std::ostream& out) {
                                : fmt::format("smallest gpu_memory_utilization that starts {:.3f}", least.get<double>()));
   }
   if (!sv["host_memory_bytes"].is_null())
-    fmt::print(out, "\n{}: {} layers on the GPU; host memory {}\n", sv["engine"].get<std::string>(),
+    fmt::print(out, "\n{}: {} layers on the GPU{}; host memory {}\n", sv["engine"].get<std::string>(),
                sv["gpu_layers"].get<std::int64_t>(),
+               sv["host_expert_layers"].is_null() || sv["host_expert_layers"].get<std::int64_t>() == 0
+                   ? std::string()
+                   : fmt::format(" (routed experts of {} in host memory)", sv["host_expert_layers"].get<std::int64_t>()),
                gib(sv["host_memory_bytes"].get<double>()));
   fit_lines(r, out);
   if (r.contains("throughput") && !r["throughput"].is_null()) {

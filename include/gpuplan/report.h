@@ -166,6 +166,7 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
                                {"min_mem_fraction_static", opt(sv.min_mem_fraction_static)},
                                {"host_memory_bytes", opt_bytes(sv.host_memory)},
                                {"gpu_layers", opt(sv.gpu_layers)},
+                               {"host_expert_layers", opt(sv.host_expert_layers)},
                                {"engine_version", sv.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(sv.engine_version)},
                                {"engine_defaults", detail::defaults_json(sv.implied_defaults)}};
   return {{"schema", schema_id},

@@ -339,9 +339,11 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
   REQUIRE(!j["best"].empty());
   for (const auto& b : j["best"]) {
     INFO(b["gpu"] << " " << b["weights"]);
-    const auto& d = builtin_catalog().get(b["gpu"].get<std::string>());
+    namespace g = gpuplan;
+    const auto& d = g::builtin_catalog().get(b["gpu"].get<std::string>());
     CHECK((d.vendor == "NVIDIA" || d.vendor == "AMD"));
-    CHECK_FALSE(cannot_run(d, Profile::vllm, parse_enum<WeightFormat>(weight_format_names, b["weights"].get<std::string>(), "w")));
+    CHECK_FALSE(g::cannot_run(d, g::Profile::vllm,
+                              g::parse_enum<g::WeightFormat>(g::weight_format_names, b["weights"].get<std::string>(), "w")));
   }
 }
 

@@ -317,6 +317,9 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
     report["assumptions"].push_back("no " + std::string(r.spot ? "spot" : "on-demand") + " offering in the catalog for " +
                                     device->id + (r.provider.empty() ? "" : " at " + r.provider) + " holds " +
                                     std::to_string(setup.group) + " GPUs in one instance" +
+                                    (setup.group > 8 ? " (--gpus counts one node's GPUs: --gpus 8 --nodes " +
+                                                           std::to_string((gpus + 7) / 8) + " lays the run out on 8-GPU nodes)"
+                                                     : std::string()) +
                                     ": pass --price-per-gpu-hour for cost");
   }
   if (device->tdp_watts) {

@@ -306,6 +306,11 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
   CHECK(j["cost"]["instance"]["gpus"] == 8);
   CHECK(j["cost"]["instances"] == 16);
   CHECK(j["cost"]["usd"].get<double>() == Approx(seconds_cost(j["cost"], j["time"]["seconds"].get<double>())));
+  // 16 GPUs in one node: no H100 instance holds them; the answer says how to lay the run out on nodes.
+  r = run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "16", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"].is_null());
+  CHECK_THAT(j["assumptions"].dump(), Catch::Contains("holds 16 GPUs in one instance") && Catch::Contains("--gpus 8 --nodes 2"));
   // A tensor-parallel pair of L40S: one instance of two GPUs or more.
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "2", "--gpu", "l40s", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);

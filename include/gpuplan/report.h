@@ -252,10 +252,11 @@ inline nlohmann::json instance_json(const Rental& r) {
           {"as_of", r.offering->as_of}};
 }
 
-// "2 × aws g6e.12xlarge" (a pod of up to max_count GPUs: "2 × runpod Secure H100 SXM ×4"): a plan row's offering.
+// "2 × aws g6e.12xlarge" (a pod larger than its listed unit: "2 × runpod Secure A100 80GB SXM ×4"): a plan row's
+// offering.
 inline std::string instances_text(const Rental& r) {
   return std::to_string(r.instances) + " × " + r.offering->provider + " " + r.offering->instance +
-         (r.offering->max_count ? " ×" + std::to_string(r.gpus_per_instance) : "");
+         (r.gpus_per_instance != r.offering->count ? " ×" + std::to_string(r.gpus_per_instance) : "");
 }
 
 // "2 × aws g6e.12xlarge (4 GPUs, $10.49/h each, on-demand), as of 2026-09-24": the price basis a cost rests on.

@@ -277,6 +277,9 @@ function renderPlan(report, m) {
     : ["#", "GPU", "replicas × TP", "offering", "weights / KV", "tokens/s", "per token", "$ / 1M out"];
   const numeric = [false, false, true, false, false, true, true, true];
   const cell = (v, i) => `<td data-label="${esc(columns[i])}"${numeric[i] ? " class=num" : ""}>${esc(v)}</td>`;
+  // The instances a setup rents (cost.instance): "16 × lambda gpu_8x_h100_sxm5 (8 GPUs each)".
+  const rented = (b) => `${b.instances} × ${b.provider} ${b.instance} ` +
+    `(${b.cost.instance.gpus} GPU${b.cost.instance.gpus === 1 ? "" : "s"} each)`;
   let rows = "<tr>" + columns.map((c, i) => `<th${numeric[i] ? " class=num" : ""}>${esc(c)}</th>`).join("") + "</tr>";
   for (const b of best) {
     let cells;
@@ -284,10 +287,10 @@ function renderPlan(report, m) {
       const L = b.layout;
       const layout = `dp ${L.data} · tp ${L.tensor} · pp ${L.pipeline} · ZeRO-${L.zero} · mb ${L.micro_batch} · ${L.recompute}` +
         (L.offload !== "none" ? ` · offload ${L.offload}` : "");
-      cells = [b.rank, b.gpu, b.gpus, b.provider + " " + b.instance, layout,
+      cells = [b.rank, b.gpu, b.gpus, rented(b), layout,
         `${(b.memory_bytes / GIB).toFixed(1)} / ${gib(b.capacity_bytes)}`, duration(b.seconds), usd(b.usd)];
     } else {
-      cells = [b.rank, b.gpu, `${b.replicas} × ${b.tp}`, b.provider + " " + b.instance, b.weights + " / " + b.kv_dtype,
+      cells = [b.rank, b.gpu, `${b.replicas} × ${b.tp}`, rented(b), b.weights + " / " + b.kv_dtype,
         fixed(b.decode_tokens_per_s, 0), duration(b.per_token_latency_seconds), usd(b.usd_per_million_output_tokens)];
     }
     rows += `<tr class="plan-row">${cells.map(cell).join("")}</tr>`;

@@ -68,6 +68,8 @@ TEST_CASE("vLLM: fused MoE keeps its caches while the sampler runs", "[memory][i
   const double sampler = 15.0 * 1024 * 151'936 + 2.0 * (8192 + 1024) * 2048;
   CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1) == moe + sampler);
   CHECK((moe + sampler) / kGiB == Approx(2.47).epsilon(0.01));
+  // MXFP4 experts on Hopper's Triton kernels keep no cache: the sampler's peak alone.
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(std::nullopt), false, false) == sampler);
 }
 
 TEST_CASE("vLLM: whether it starts, the longest max_model_len and the smallest utilization", "[memory][inference][vllm]") {

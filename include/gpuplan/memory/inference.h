@@ -542,7 +542,8 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
   const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
-  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel);
+  const bool moe_cache_kept = !(mxfp4_padded && w.mxfp4_kernel != Mxfp4Backend::marlin);
+  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel, moe_cache_kept);
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
   const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);

@@ -146,9 +146,12 @@ inline double vllm_sampler_bytes_per_logit(const VllmRelease& r) {
 // sampler on max_num_seqs rows of logits over the whole vocabulary (gathered on every TP rank); early V1 kept the
 // logits of every profiled token. Fused MoE keeps its intermediate caches allocated between calls, so they are
 // still there when the sampler runs; with expert parallelism each rank's experts are whole (not sliced over tp).
+// MXFP4 experts on the Triton kernels (Hopper) or FlashInfer (sm100) keep none (moe_cache_kept false): matmul_ogs
+// allocates its outputs per call, and the gpt-oss logs on H100 put the torch peak at the sampler's alone (0.11:
+// 7.38 GiB for gpt-oss-20b and -120b alike, whose experts differ 4.5-fold; 0.19 at TP 2: 2.87 GiB).
 inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens, std::int64_t max_seqs, double c,
                                 std::int64_t tp, const VllmRelease& r = vllm_releases.back(),
-                                bool expert_parallel = false) {
+                                bool expert_parallel = false, bool moe_cache_kept = true) {
   const double T = double(batched_tokens), S = double(std::min(max_seqs, batched_tokens));
   const double h = double(s.hidden), t = double(tp);
   // Dense FFN at its widest (torch.compile fuses norms and activations): gate_up (2I) and the activation (I) of a
@@ -171,7 +174,7 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
   }
   const double every_token = r.engine == VllmEngine::v1_early ? c * T * double(s.vocab) : 0.0;
   const double logits = (c + vllm_sampler_bytes_per_logit(r)) * S * double(s.vocab) + every_token;
-  const double sampler = moe + logits + c * (T + S) * h;  // the step's hidden states stay alive
+  const double sampler = (moe_cache_kept ? moe : 0.0) + logits + c * (T + S) * h;  // the step's hidden states stay alive
   return std::max(dense, sampler);
 }
 

@@ -670,8 +670,13 @@ TEST_CASE("cli: --engine-version follows an engine's release and names the defau
   CHECK(v9["engine"] == "vllm 0.9.2");
   CHECK(v10["engine_defaults"]["max_num_seqs"] == 1024);
   CHECK(v10["max_concurrent_sequences"].get<double>() > 1.5 * v9["max_concurrent_sequences"].get<double>());
+  // A development build is taken as the release it leads to (vllm --version prints 0.6.5.dev123+g…).
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--engine-version",
+                    "0.6.5.dev123+gabcdef0", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["serving"]["engine"] == "vllm 0.6.5");
   // SGLang before 0.5.4: 0.88 at TP 1.
-  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
                     "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.88);

@@ -436,6 +436,38 @@ def collected_markdown(cases, rows, unrun):
     return "\n".join(lines) + "\n"
 
 
+# Ratchets on the collected start-ups (issue #42 item 8): ENGINE/SPLIT/WHAT/FROM:MEDIAN/WORST, WHAT "kv" (pool, tokens,
+# concurrency) or "weights", FROM a release (the cases logged at or after it) or "all", limits in percent.
+WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}}
+
+
+def release_key(v):
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def collected_limits(rows, specs):
+    """One line per limit; False when a figure is over its limit or the spec is malformed."""
+    ok = True
+    for spec in specs:
+        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
+        if not m:
+            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST)", file=sys.stderr)
+            return False
+        engine, split, what, since, med_max, worst_max = m.groups()
+        errs = [abs(r["error"]) * 100 for r in rows
+                if r["case"]["_engine"] == engine and r["case"]["split"] == split and r["group"] in WHAT[what]
+                and (since == "all" or release_key(r["case"]["version"]) >= release_key(since))]
+        if not errs:
+            print(f"limit {spec}: no figures")
+            ok = False
+            continue
+        med, worst = statistics.median(errs), max(errs)
+        bad = med > float(med_max) or worst > float(worst_max)
+        ok = ok and not bad
+        print(f"limit {spec}: {len(errs)} figures, median {med:.1f} %, worst {worst:.1f} %" + ("  OVER LIMIT" if bad else ""))
+    return ok
+
+
 def main_collected(a):
     try:
         cases = load_collected(a.data if a.data != DEFAULT_DATA else COLLECTED)
@@ -457,7 +489,7 @@ def main_collected(a):
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(collected_markdown(cases, rows, unrun))
-    return 0
+    return 0 if collected_limits(rows, a.limit) else 1
 
 
 DEFAULT_DATA = os.path.join(ROOT, "tests", "data", "engines")
@@ -469,7 +501,10 @@ def main():
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--markdown")
     ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--collected", action="store_true", help="score the collected start-ups as a report (exit 0)")
+    ap.add_argument("--collected", action="store_true",
+                    help="score the collected start-ups as a report (exit 0 unless a --limit is over)")
+    ap.add_argument("--limit", action="append", default=[],
+                    help="with --collected: ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
     a = ap.parse_args()
     if a.collected:
         return main_collected(a)

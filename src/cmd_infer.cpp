@@ -59,7 +59,18 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_flag("--enable-expert-parallel", w.vllm.enable_expert_parallel,
                "vLLM: experts whole on each rank instead of sliced over --tp");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
-                 "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default all)");
+                 "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default by "
+                 "build: --fit's from b7437 with --gpu, all from b6646, none before)");
+  cmd.add_option("--fit", o.llama_fit, "llama.cpp --fit: on (default from b7437) places layers and experts for the free memory | off");
+  cmd.add_option("--fit-target", w.llama_cpp.fit_target_mib, "llama.cpp --fit-target: MiB --fit leaves free (default 1024)");
+  cmd.add_option("--gpu-free", o.gpu_free, "llama.cpp: the GPU's free memory at start (default: its total less the "
+                                           "CUDA context), what --fit places for");
+  cmd.add_option("--n-cpu-moe", o.n_cpu_moe, "llama.cpp --n-cpu-moe: routed experts of the first N layers in host memory");
+  cmd.add_flag("--cpu-moe", o.cpu_moe, "llama.cpp --cpu-moe: every layer's routed experts in host memory");
+  cmd.add_option("--override-tensor", w.llama_cpp.override_tensor,
+                 "llama.cpp -ot PATTERN=CPU (repeatable, or comma-separated): tensors matching PATTERN in host memory "
+                 "(gpuplan places routed experts, e.g. exps=CPU)")
+      ->delimiter(',');
   add_length_option(cmd, "--ubatch", w.llama_cpp.n_ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
                  "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
@@ -108,6 +119,15 @@ nlohmann::json infer_report(const InferOptions& o) {
   if (o.flash_attn != "on" && o.flash_attn != "off") throw InputError("--flash-attn: expected on or off");
   w.llama_cpp.flash_attn = o.flash_attn == "on";
   if (o.gpu_layers < -1) throw InputError("--gpu-layers must be 0 or more");
+  if (!o.llama_fit.empty()) {
+    if (o.llama_fit != "on" && o.llama_fit != "off") throw InputError("--fit: expected on or off");
+    w.llama_cpp.fit = o.llama_fit == "on";
+  }
+  if (!(w.llama_cpp.fit_target_mib >= 0 && w.llama_cpp.fit_target_mib <= 1e7)) throw InputError("--fit-target must be 0 or more MiB");
+  if (!o.gpu_free.empty()) w.llama_cpp.gpu_free = parse_bytes(o.gpu_free);
+  if (o.n_cpu_moe < -1) throw InputError("--n-cpu-moe must be 0 or more");
+  if (o.n_cpu_moe >= 0) w.llama_cpp.n_cpu_moe = o.n_cpu_moe;
+  if (o.cpu_moe) w.llama_cpp.n_cpu_moe = std::numeric_limits<std::int64_t>::max();
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
   w.stored = source.stored_language();
@@ -242,30 +262,37 @@ nlohmann::json infer_report(const InferOptions& o) {
                             {"peak_format", t.peak_format},
                             {"memory_bandwidth_bytes_per_s", device->memory_bandwidth.in(unit::bytes_per_s)},
                             {"efficiency", {{"memory", t.efficiency.memory}, {"compute", t.efficiency.compute}}}};
-    // Cost per token: the GPUs' hourly price over the tokens they produce in that hour.
-    std::optional<double> per_gpu_hour;
+    // Cost per token: the hourly price of the instance that holds the tensor-parallel group (cost.h) over the
+    // tokens it produces in that hour.
+    std::optional<double> per_hour;
     std::string basis;
+    nlohmann::json instance = nullptr, instances = nullptr;
     if (o.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
     if (o.price_per_gpu_hour > 0) {
-      per_gpu_hour = o.price_per_gpu_hour;
+      per_hour = o.price_per_gpu_hour * double(w.tp);
       basis = "--price-per-gpu-hour";
     } else {
-      const auto priced = price_run(cat, *device, 1.0, o.spot, o.provider);
-      if (!priced.empty()) {
-        per_gpu_hour = priced.front().per_gpu_hour.in(unit::usd_per_hour);
-        basis = priced.front().offering->provider + " " + priced.front().offering->instance + ", as of " +
-                priced.front().offering->as_of;
+      const auto rentals = price_setup(cat, *device, Setup{w.tp, w.tp, false}, o.spot, o.provider);
+      if (!rentals.empty()) {
+        per_hour = rentals.front().per_hour().in(unit::usd_per_hour);
+        basis = rental_text(rentals.front());
+        instance = instance_json(rentals.front());
+        instances = rentals.front().instances;
       }
     }
-    if (per_gpu_hour) {
-      const double per_hour = *per_gpu_hour * double(w.tp);
-      report["cost"] = {{"usd_per_hour", per_hour},
-                        {"usd_per_million_input_tokens", per_hour / (t.prefill_tokens_per_s * 3600.0) * 1e6},
-                        {"usd_per_million_output_tokens", per_hour / (t.decode_tokens_per_s * 3600.0) * 1e6},
-                        {"price_basis", basis}};
+    if (per_hour) {
+      report["cost"] = {{"usd_per_hour", *per_hour},
+                        {"usd_per_million_input_tokens", *per_hour / (t.prefill_tokens_per_s * 3600.0) * 1e6},
+                        {"usd_per_million_output_tokens", *per_hour / (t.decode_tokens_per_s * 3600.0) * 1e6},
+                        {"price_basis", basis},
+                        {"instance", instance},
+                        {"instances", instances}};
     } else {
       report["cost"] = nullptr;
-      report["assumptions"].push_back("no price in the catalog for " + device->id + ": pass --price-per-gpu-hour");
+      report["assumptions"].push_back("no " + std::string(o.spot ? "spot" : "on-demand") + " offering in the catalog for " +
+                                      device->id + (o.provider.empty() ? "" : " at " + o.provider) + " holds " +
+                                      std::to_string(w.tp) + (w.tp == 1 ? " GPU" : " GPUs") +
+                                      " in one instance: pass --price-per-gpu-hour");
     }
   } else {
     report["throughput"] = nullptr;

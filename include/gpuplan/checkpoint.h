@@ -121,6 +121,7 @@ class TensorTotals {
 inline StoredWeights stored_weights(const Checkpoint& c, std::int64_t layers) {
   StoredWeights w;
   w.language.per_layer.assign(static_cast<std::size_t>(std::max<std::int64_t>(layers, 0)), Bytes(0));
+  w.language.per_layer_experts = w.language.per_layer;
   std::int64_t lang = 0, other = 0;
   for (const auto& t : c.tensors) {
     const Bytes b(double(t.bytes));
@@ -140,6 +141,14 @@ inline StoredWeights stored_weights(const Checkpoint& c, std::int64_t layers) {
     else {
       w.language.per_layer[static_cast<std::size_t>(at)] += b;
       w.language.layers += b;
+      // Routed experts: HF's mlp.experts.N (gate_up_proj of gpt-oss) and GGUF's ffn_{gate,up,down}_exps; a shared
+      // expert is read by every token.
+      const bool routed = (t.name.find(".experts.") != std::string::npos || t.name.find("_exps") != std::string::npos) &&
+                          t.name.find("shared") == std::string::npos;
+      if (routed) {
+        w.language.per_layer_experts[static_cast<std::size_t>(at)] += b;
+        w.language.routed_experts += b;
+      }
     }
   }
   w.language_params = Params(lang);

@@ -213,6 +213,7 @@ struct WeightBytes {
   Bytes embedding{0};  // input embeddings (llama.cpp keeps token_embd in host memory)
   Bytes output{0};     // final norm and lm_head (nothing more when tied: the head is the embedding matrix)
   Bytes routed_experts{0};  // the routed experts' share of `layers` (a decode step reads only those it routes to)
+  std::vector<Bytes> per_layer_experts;  // of each layer, its routed experts
   Bytes total() const { return layers + embedding + output; }
 };
 
@@ -231,10 +232,13 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
   const GgufTraits traits = gguf_traits(s);
   // MX FP4 checkpoints of MoE models quantize the routed experts alone: gpt-oss ships attention, router,
   // embeddings and lm_head in bf16 (its quantization_config.modules_to_not_convert).
-  const bool experts_only = f == WeightFormat::mxfp4 && !gguf_file && s.moe.experts > 0;
+  // In GGUF the file type MXFP4_MOE does the same with Q8_0 for the rest (ggml-org/gpt-oss-120b-GGUF: 63.39 GB,
+  // "gpt-oss 120B MXFP4 MoE 59.02 GiB" in llama-bench tables).
+  const bool experts_only = f == WeightFormat::mxfp4 && s.moe.experts > 0;
+  const WeightFormat rest = gguf_file ? WeightFormat::q8_0 : WeightFormat::bf16;
   WeightBytes w;
   auto bytes = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
-    const WeightFormat gf = experts_only && !g.expert ? WeightFormat::bf16 : f;
+    const WeightFormat gf = experts_only && !g.expert ? rest : f;
     return Bytes(double(g.numel()) * bits_per_weight(gf, role, layer, traits, g.in, group_size, gguf_file) / 8.0);
   };
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
@@ -246,16 +250,19 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
     for (const auto& g : kind) roles.back().push_back(role_of(g));
   }
   w.per_layer.reserve(inv.layers());
+  w.per_layer_experts.reserve(inv.layers());
   for (std::size_t l = 0; l < inv.layers(); ++l) {
-    Bytes b(0);
+    Bytes b(0), experts(0);
     const auto& groups = inv.layer(l);
     const auto& role = roles[inv.kind_of[l]];
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const Bytes g = bytes(groups[i], role[i], static_cast<std::int64_t>(l));
       b += g;
-      if (groups[i].expert) w.routed_experts += g;
+      if (groups[i].expert) experts += g;
     }
     w.per_layer.push_back(b);
+    w.per_layer_experts.push_back(experts);
+    w.routed_experts += experts;
     w.layers += b;
   }
   for (const auto& g : inv.head) w.output += bytes(g, role_of(g), 0);

@@ -22,10 +22,10 @@ inline std::optional<std::string> ggml_cache_type(const std::string& v) {
 }
 
 inline bool llama_switch(std::string_view f) {
-  static constexpr std::array<std::string_view, 41> names{
+  static constexpr std::array<std::string_view, 39> names{
       "--mlock", "--no-mmap", "--jinja", "-cnv", "-no-cnv", "--conversation", "--no-conversation", "-i",
       "--interactive", "--color", "--metrics", "--slots", "--no-slots", "--no-webui", "-cb", "--cont-batching",
-      "-nocb", "--no-cont-batching", "--cpu-moe", "-cmoe", "-nkvo", "--no-kv-offload", "--verbose", "-v",
+      "-nocb", "--no-cont-batching", "-nkvo", "--no-kv-offload", "--verbose", "-v",
       "--log-disable", "--embedding", "--embeddings", "--reranking", "--no-warmup", "--context-shift",
       "--no-context-shift", "-kvu", "--kv-unified", "--swa-full", "-sp", "--special", "-e", "--escape",
       "--no-escape", "-st", "--single-turn"};
@@ -81,7 +81,27 @@ inline bool llama_flag(Import& im, Argv& args, const Argv::Token& t, LlamaCache&
     return true;
   }
   if (f == "--cpu-moe" || f == "-cmoe") {
-    im.ignore(t.text, "MoE expert weights kept on the CPU are not modelled: gpuplan counts them on the GPU");
+    im.set("--cpu-moe", "", t.text);
+    return true;
+  }
+  if (f == "--n-cpu-moe" || f == "-ncmoe") {
+    im.set("--n-cpu-moe", number_text(whole(args.value(t, src), f)), src);
+    return true;
+  }
+  if (f == "--override-tensor" || f == "-ot") {
+    // Rules of repeated -ot flags add up (common/arg.cpp appends them); gpuplan takes one comma-separated list.
+    const std::string v = args.value(t, src);
+    const Setting* before = im.find("--override-tensor");
+    im.set("--override-tensor", before ? before->value + "," + v : v, before ? before->source + " " + src : src);
+    return true;
+  }
+  if (f == "--fit" || f == "-fit") {
+    const auto v = args.optional_value(t, src, [](const std::string& s) { return s == "on" || s == "off"; });
+    im.set("--fit", v.value_or("on"), src);
+    return true;
+  }
+  if (f == "--fit-target" || f == "-fitt") {
+    im.set("--fit-target", number_text(whole(args.value(t, src), f)), src);
     return true;
   }
   if (llama_switch(f)) {
@@ -117,7 +137,7 @@ inline bool llama_flag(Import& im, Argv& args, const Argv::Token& t, LlamaCache&
   if (f == "--n-gpu-layers") {
     const std::string v = args.value(t, src);
     if (v == "all") im.ignore(src, "every layer on the GPU: gpuplan's default", false);
-    else if (v == "auto") im.ignore(src, "llama.cpp fits layers to free memory; gpuplan places all of them: pass --gpu-layers N");
+    else if (v == "auto") im.ignore(src, "llama.cpp fits the layers to the free memory (--fit), as gpuplan does", false);
     else im.set("--gpu-layers", number_text(whole(v, f)), src);
     return true;
   }
@@ -142,9 +162,8 @@ inline bool llama_flag(Import& im, Argv& args, const Argv::Token& t, LlamaCache&
     (f == "--cache-type-k" ? c.k_src : c.v_src) = src;
     return true;
   }
-  static constexpr std::array<std::string_view, 10> unmodelled{
-      "-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-sm", "--split-mode", "-ts", "--tensor-split",
-      "-md", "--model-draft"};
+  static constexpr std::array<std::string_view, 6> unmodelled{
+      "-sm", "--split-mode", "-ts", "--tensor-split", "-md", "--model-draft"};
   for (auto u : unmodelled)
     if (f == u) {
       args.value(t, src);

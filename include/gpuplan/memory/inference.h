@@ -113,6 +113,8 @@ struct ServingDetails {
   std::optional<double> min_mem_fraction_static;      // SGLang: the smallest fraction that holds one sequence
   std::optional<Bytes> host_memory;             // llama.cpp: weights and KV kept in RAM
   std::optional<std::int64_t> gpu_layers;       // llama.cpp: layers on the GPU
+  std::optional<std::int64_t> host_expert_layers;  // llama.cpp: layers whose routed experts stay in host memory
+  std::optional<LlamaCppPlacement> placement;   // llama.cpp: where each layer's weights are (for the speed)
   std::string engine_version;                   // the release followed (llama.cpp: its build)
   std::vector<std::pair<std::string, double>> implied_defaults;  // engine settings not given, as the release sets them
 };
@@ -671,9 +673,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   MemoryComponents m;
   m.weights = Bytes(weights);
   std::int64_t requests = g.max_running_requests;
+  SglangStatePool state;  // hybrid models: the linear-attention state slots, out of the same share as the pool
   if (total) {
     const double free0 = total->in(unit::bytes) - init;
-    const double pool = fraction * free0 - weights;
+    const double rest = fraction * free0 - weights;
+    state = sglang_state_pool(rest, sglang_state_slot_bytes(s, t.c, w.tp), s.model_type != "kimi_linear", requests);
+    const double pool = rest - state.bytes;
     const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
     if (requests == 0) {
       requests = sglang_max_running_requests(tokens, context_length);
@@ -687,12 +692,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     sv.starts = tokens > 0;
     sv.largest_max_model_len = s.max_positions > 0 ? std::min(tokens, s.max_positions) : tokens;
     sv.min_mem_fraction_static = (weights + t.len * per_token) / free0;
-    m.kv_cache = Bytes(std::max(0.0, pool));
+    m.kv_cache = Bytes(std::max(0.0, pool) + state.bytes);
     m.logits = Bytes(0);
     m.activations = Bytes(std::max(0.0, (1.0 - fraction) * free0 - table));  // left to activations and CUDA graphs
     m.overhead = Bytes(table);
   } else {
-    m.kv_cache = Bytes(double(w.batch) * t.len * per_token);
+    m.kv_cache = Bytes(double(w.batch) * (t.len * per_token + sglang_state_slot_bytes(s, t.c, w.tp)));
     if (requests > 0) m.overhead = Bytes(sglang_req_to_token_bytes(requests, context_length));
   }
   Moment mo{"serve", total ? "static pool and the share left to activations" : "KV for the batch", m};
@@ -707,68 +712,166 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
       " of the memory free at start holds weights and the token pool; the rest is left to activations, the "
       "req_to_token table (" + (requests > 0 ? std::to_string(requests) : std::string("max_running_requests")) +
       " requests × context_length " + std::to_string(context_length) + " + 4 int32) and CUDA graphs");
+  if (state.slots > 0)
+    est.assumptions.push_back(
+        "hybrid model: " + std::to_string(state.slots) + " linear-attention state slots (" +
+        detail::decimal(state.bytes / double(1ull << 30), 2) + " GiB) come out of the pool first" +
+        (s.model_type == "kimi_linear" ? std::string(", one per running request (SGLang turns the radix cache off for it)")
+                                       : ", mamba_full_memory_ratio 0.9 of the KV pool's size"));
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not SGLang's pre-allocated pool");
   return est;
 }
 
-// llama.cpp (memory/llama_cpp.h): the buffers its log prints per device. -ngl n puts the last n repeating layers
-// on the GPU and, when n exceeds them, the output layer too; token embeddings always stay in host memory.
-inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
-                                            const InferenceTensors& t) {
+// llama.cpp's buffers (memory/llama_cpp.h) for a placement: on the GPU its layers' weights but the routed experts
+// overridden to host memory, their KV and the compute buffer; in host memory the rest, token embeddings always.
+struct LlamaCppBuffers {
+  double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
+  double gpu() const { return gpu_weights + gpu_kv + compute; }
+};
+
+inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
+                                         WeightFormat f, const LlamaCppPlacement& p) {
   const LlamaCppSettings& k = w.llama_cpp;
   const WeightBytes& wb = t.wb;
   const std::int64_t L = s.layers;
-  const std::int64_t ngl = std::min<std::int64_t>(L + 1, k.n_gpu_layers.value_or(L + 1));
-  const std::int64_t first_gpu = std::max<std::int64_t>(L - ngl, 0);
-  const bool output_on_gpu = ngl > L;
+  const std::int64_t first_gpu = std::max<std::int64_t>(L - p.gpu_layers, 0);
+  const bool output_on_gpu = p.gpu_layers > L;
   const auto n_ctx = static_cast<std::int64_t>(t.len);
-  double gpu_w = 0, host_w = wb.embedding.in(unit::bytes), gpu_kv = 0, host_kv = 0;
   const bool iswa = llama_cpp_iswa(s);
+  LlamaCppBuffers b;
+  b.host_weights = wb.embedding.in(unit::bytes);
   for (std::int64_t l = 0; l < L; ++l) {
-    const bool gpu = l >= first_gpu;
-    (gpu ? gpu_w : host_w) += wb.per_layer[static_cast<std::size_t>(l)].in(unit::bytes);
+    const auto i = static_cast<std::size_t>(l);
+    const double layer = wb.per_layer[i].in(unit::bytes);
     const double kv = s.is_linear_layer(l) ? double(k.n_parallel) * t.state_layer
                                            : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn) * t.kv_layer_tok;
-    (gpu ? gpu_kv : host_kv) += kv;
+    if (l < first_gpu) {
+      b.host_weights += layer;
+      b.host_kv += kv;
+      continue;
+    }
+    const double host_experts = i < p.host_expert_share.size() ? p.host_expert_share[i] * wb.per_layer_experts[i].in(unit::bytes) : 0.0;
+    b.gpu_weights += layer - host_experts;
+    b.host_weights += host_experts;
+    b.gpu_kv += kv;
   }
-  (output_on_gpu ? gpu_w : host_w) += wb.output.in(unit::bytes);
+  (output_on_gpu ? b.gpu_weights : b.host_weights) += wb.output.in(unit::bytes);
   const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(k.flash_attn)));
   // The GPU reserves its layers' attention phase and the logits (with a copy of the output matrix when it stays on
   // the host; a tied head is the token embedding, typed by the output rules).
-  const double head_bits = bits_per_weight(est.weights, TensorRole::output, 0, gguf_traits(s), s.hidden, w.group_size, true);
+  const double head_bits = bits_per_weight(f, TensorRole::output, 0, gguf_traits(s), s.hidden, w.group_size, true);
   const double host_output = output_on_gpu ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
-  const double compute = llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, first_gpu < L);
-  MemoryComponents m;
-  m.weights = Bytes(gpu_w / double(w.tp));
-  m.kv_cache = Bytes(gpu_kv);
-  m.activations = Bytes(compute);
-  Moment mo{"serve", "model, KV and compute buffers", m};
-  est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
+  b.compute = llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, first_gpu < L);
+  b.gpu_weights /= double(w.tp);
+  return b;
+}
+
+// The placement the flags ask for: -ngl (default by build: all layers from b6646, none before), then the experts
+// --n-cpu-moe, --cpu-moe or -ot rules keep in host memory.
+inline LlamaCppPlacement llama_cpp_flag_placement(const ModelSpec& s, const LlamaCppSettings& k, bool all_by_default) {
+  LlamaCppPlacement p;
+  p.gpu_layers = std::min<std::int64_t>(s.layers + 1, k.n_gpu_layers.value_or(all_by_default ? s.layers + 1 : 0));
+  p.host_expert_share = llama_cpp_override_shares(k.override_tensor, s.layers);
+  if (k.n_cpu_moe)
+    for (std::int64_t l = 0; l < std::min(*k.n_cpu_moe, s.layers); ++l) p.host_expert_share[static_cast<std::size_t>(l)] = 1.0;
+  return p;
+}
+
+// --fit (common/fit.cpp llama_params_fit, one device): nothing changes when every layer leaves `target` free
+// (the free memory less --fit-target). Otherwise the most layers, counted from the last, whose dense part fits with
+// every routed expert in host memory (a dense model: whole layers); when all of an MoE's dense parts fit, the
+// experts come back to the GPU layer by layer from the first, and of one more layer its up, then also its gate
+// tensor (LAYER_FRACTION_UP, _GATE). The context the user gives is kept ("context size set by user -> no change").
+inline LlamaCppPlacement llama_cpp_fit(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
+                                       WeightFormat f, double target) {
+  const std::int64_t L = s.layers;
+  const bool moe = s.moe.experts > 0;
+  auto fits = [&](const LlamaCppPlacement& p) { return llama_cpp_buffers(s, w, t, f, p).gpu() <= target; };
+  auto dense_only = [&](std::int64_t n) {
+    return LlamaCppPlacement{n, std::vector<double>(static_cast<std::size_t>(L), moe ? 1.0 : 0.0)};
+  };
+  const LlamaCppPlacement all{L + 1, std::vector<double>(static_cast<std::size_t>(L), 0.0)};
+  if (fits(all)) return all;
+  std::int64_t n = L + 1;
+  while (n > 0 && !fits(dense_only(n))) --n;
+  LlamaCppPlacement best = dense_only(n);
+  if (!moe || n <= L) return best;
+  for (std::size_t l = 0; l < best.host_expert_share.size(); ++l) {
+    LlamaCppPlacement more = best;
+    more.host_expert_share[l] = 0.0;
+    if (fits(more)) {
+      best = more;
+      continue;
+    }
+    for (const double share : {2.0 / 3.0, 1.0 / 3.0}) {  // up on the GPU, then up and gate
+      more.host_expert_share[l] = share;
+      if (!fits(more)) break;
+      best = more;
+    }
+    break;
+  }
+  return best;
+}
+
+// llama.cpp (memory/llama_cpp.h): the buffers its log prints per device, for the placement the flags ask for or, with
+// --fit and a device, the one llama.cpp fits to its free memory.
+inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
+                                            const InferenceTensors& t) {
+  const LlamaCppSettings& k = w.llama_cpp;
+  const std::int64_t L = s.layers;
   const bool ollama = w.profile == Profile::ollama;
   const EngineVersion build = ollama ? llama_cpp_releases.back().from : k.version.value_or(llama_cpp_releases.back().from);
   const LlamaCppRelease& row = pick_release(llama_cpp_releases, build, "llama.cpp", /*builds=*/true);
+  if (s.moe.experts == 0 && (k.n_cpu_moe || !k.override_tensor.empty()))
+    throw InputError("--n-cpu-moe / --override-tensor: " + s.name + " has no routed experts to keep in host memory");
+  // Ollama's runner is told its layers (num_gpu); llama.cpp fits them unless a flag places them (fit then aborts:
+  // "n_gpu_layers already set by user", "tensor_buft_overrides already set by user").
+  const bool placed_by_flags = k.n_gpu_layers || k.n_cpu_moe || !k.override_tensor.empty();
+  const double free = k.gpu_free ? k.gpu_free->in(unit::bytes)
+                     : w.device_memory ? (*w.device_memory - LlamaCppProfile::cuda_context).in(unit::bytes)
+                                       : 0.0;
+  const bool fit = !ollama && !placed_by_flags && k.fit.value_or(row.fit) && free > 0;
+  const double target = free - k.fit_target_mib * 1048576.0;
+  const LlamaCppPlacement p = fit ? llama_cpp_fit(s, w, t, est.weights, target)
+                                  : llama_cpp_flag_placement(s, k, ollama || row.all_layers);
+  const LlamaCppBuffers b = llama_cpp_buffers(s, w, t, est.weights, p);
+  MemoryComponents m;
+  m.weights = Bytes(b.gpu_weights);
+  m.kv_cache = Bytes(b.gpu_kv);
+  m.activations = Bytes(b.compute);
+  Moment mo{"serve", "model, KV and compute buffers", m};
+  est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
   const EngineVersion ollama_version = k.version.value_or(ollama_newest);
   est.serving.engine = ollama ? "ollama " + ollama_version.str() : "llama.cpp " + build.build();
   est.serving.engine_version = ollama ? ollama_version.str() : build.build();
-  est.serving.host_memory = Bytes(host_w + host_kv);
-  est.serving.gpu_layers = ngl;
-  if (!k.n_gpu_layers) est.serving.implied_defaults.emplace_back("n_gpu_layers", double(ngl));
+  est.serving.host_memory = Bytes(b.host_weights + b.host_kv);
+  est.serving.gpu_layers = p.gpu_layers;
+  est.serving.host_expert_layers = p.host_expert_layers();
+  est.serving.placement = p;
+  if (!k.n_gpu_layers) est.serving.implied_defaults.emplace_back("n_gpu_layers", double(p.gpu_layers));
   est.serving.implied_defaults.emplace_back("n_ubatch", double(k.n_ubatch));
+  if (!ollama && !k.fit) est.serving.implied_defaults.emplace_back("fit", row.fit ? 1.0 : 0.0);
   if (ollama)
     est.assumptions.push_back("profile ollama " + ollama_version.str() + " (llama.cpp runner; default num_ctx as from " +
                               OllamaProfile::release(k.version).from.str() + "): num_ctx " +
-                              std::to_string(n_ctx / k.n_parallel) + " × OLLAMA_NUM_PARALLEL " +
-                              std::to_string(k.n_parallel) + " = n_ctx " + std::to_string(n_ctx) +
-                              "; num_batch 512; flash attention " +
+                              std::to_string(t.len > 0 ? static_cast<std::int64_t>(t.len) / k.n_parallel : 0) +
+                              " × OLLAMA_NUM_PARALLEL " + std::to_string(k.n_parallel) + " = n_ctx " +
+                              std::to_string(static_cast<std::int64_t>(t.len)) + "; num_batch 512; flash attention " +
                               (k.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
+  const std::int64_t host_experts = p.host_expert_layers();
+  const std::string where =
+      fit ? "--fit to " + detail::decimal(free / 1073741824.0, 2) + " GiB free less --fit-target " +
+                std::to_string(std::llround(k.fit_target_mib)) + " MiB: "
+          : placed_by_flags ? "" : "no -ngl (" + std::string(row.all_layers || ollama ? "all" : "none") + " by default): ";
   est.assumptions.push_back(
       "profile llama.cpp " + build.build() + " (CUDA" + (build == row.from ? "" : ", as modelled from " + row.from.build()) +
-      "): -ngl " +
-      std::to_string(ngl) + " of " + std::to_string(L + 1) +
-      " (repeating layers from the last, then the output layer); token embeddings in host memory; n_ctx " +
-      std::to_string(n_ctx) + " padded to " + std::to_string(LlamaCppProfile::kv_pad(k.flash_attn)) + " cells" +
-      (iswa ? ", sliding-window layers in their own cache" : "") + "; n_ubatch " + std::to_string(k.n_ubatch) +
-      ", flash attention " + (k.flash_attn ? "on" : "off") + "; CUDA context ~0.35 GB");
+      "): " + where + "-ngl " + std::to_string(p.gpu_layers) + " of " + std::to_string(L + 1) +
+      " (repeating layers from the last, then the output layer)" +
+      (host_experts > 0 ? "; routed experts of " + std::to_string(host_experts) + " layers in host memory" : "") +
+      "; token embeddings in host memory; n_ctx " + std::to_string(static_cast<std::int64_t>(t.len)) + " padded to " +
+      std::to_string(LlamaCppProfile::kv_pad(k.flash_attn)) + " cells" +
+      (llama_cpp_iswa(s) ? ", sliding-window layers in their own cache" : "") + "; n_ubatch " +
+      std::to_string(k.n_ubatch) + ", flash attention " + (k.flash_attn ? "on" : "off") + "; CUDA context ~0.35 GB");
   return est;
 }
 

@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <array>
 #include <optional>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "../model.h"
 #include "../units.h"
@@ -45,27 +48,90 @@ struct LlamaCppProfile {
 // num_gpu, num_batch, OLLAMA_NUM_PARALLEL and OLLAMA_FLASH_ATTENTION to the runner as these).
 struct LlamaCppSettings {
   std::optional<EngineVersion> version;      // --engine-version: the build (b4343), or Ollama's release
-  std::optional<std::int64_t> n_gpu_layers;  // -ngl: repeating layers from the last, then the output (default all)
+  std::optional<std::int64_t> n_gpu_layers;  // -ngl: repeating layers from the last, then the output (default by build)
   std::int64_t n_ubatch = LlamaCppProfile::n_ubatch;  // -ub
   bool flash_attn = true;                    // -fa (auto turns it on for CUDA)
   std::int64_t n_parallel = 1;               // -np: sequences sharing n_ctx
+  std::optional<bool> fit;                   // --fit on|off (default by build: on from b7437)
+  double fit_target_mib = 1024;              // --fit-target: MiB --fit leaves free (common/arg.cpp default 1024)
+  std::optional<std::int64_t> n_cpu_moe;     // --n-cpu-moe N: routed experts of the first N layers in host memory
+  std::vector<std::string> override_tensor;  // -ot PATTERN=CPU rules (regex_search on tensor names, first match wins)
+  std::optional<Bytes> gpu_free;             // the device's free memory at start (default: its total less the context)
 };
 
 struct LlamaCppRelease {
   EngineVersion from;  // build number in major
+  bool all_layers;     // -ngl not given: every layer on the GPU (else none: the CPU runs the model)
+  bool fit;            // --fit on by default: layers and experts placed for the free memory
   const char* source;
 };
 
-// One arithmetic from the oldest build checked against logs to the newest read: the buffers are unchanged across
-// the llama_kv_cache_unified and llama_kv_cache rewrites. Builds from GGUF's first (b1015) on are accepted for the
-// speed of their CUDA back end (throughput.h llama_cpp_cuda_builds, scored against published tables of 2023–24);
-// their memory is taken as b4343's, which no log of theirs was checked against.
-inline constexpr std::array<LlamaCppRelease, 2> llama_cpp_releases{{
-    {{1015, 0, 0}, "GGUF files (2023-08): memory as b4343, not checked against these builds' logs"},
-    {{4343, 0, 0},
+// One buffer arithmetic from the oldest build checked against logs to the newest read: the buffers are unchanged
+// across the llama_kv_cache_unified and llama_kv_cache rewrites. Builds from GGUF's first (b1015) on are accepted
+// for the speed of their CUDA back end (throughput.h llama_cpp_cuda_builds, scored against published tables of
+// 2023–24); their memory is taken as b4343's, which no log of theirs was checked against. What changed later is
+// where the weights go when no flag says: every layer from b6646, placed for the free memory from b7437.
+inline constexpr std::array<LlamaCppRelease, 4> llama_cpp_releases{{
+    {{1015, 0, 0}, false, false, "GGUF files (2023-08): memory as b4343, not checked against these builds' logs"},
+    {{4343, 0, 0}, false, false,
      "src/llama-kv-cache.cpp get_padding (flash_attn ? 256 : 32); src/llama-context.cpp graph_reserve; "
      "src/llama-model.cpp load_tensors — ggml-org/ci logs of b4343 and b4822, users' early-2025 builds"},
+    {{6646, 0, 0}, true, false, "src/llama-model.cpp llama_model_default_params: n_gpu_layers 999 (all layers)"},
+    {{7437, 0, 0}, true, true,
+     "common/arg.cpp --fit on, --fit-target 1024 MiB: llama_params_fit lowers the layers on the GPU, keeping an MoE's "
+     "experts in host memory first, until the projected buffers leave the target free"},
 }};
+
+// Where llama.cpp keeps each tensor: the last `gpu_layers` of the L + 1 layers (repeating layers from the last,
+// then the output layer) on the GPU, token embeddings in host memory, and of each repeating layer the share of its
+// routed experts (gate, up and down: thirds of equal size) overridden to host memory by --n-cpu-moe, -ot or --fit.
+struct LlamaCppPlacement {
+  std::int64_t gpu_layers = 0;
+  std::vector<double> host_expert_share;  // per repeating layer: 0, 1/3, 2/3 or 1
+  std::int64_t host_expert_layers() const {
+    return std::count_if(host_expert_share.begin(), host_expert_share.end(), [](double x) { return x > 0; });
+  }
+};
+
+// Expert shares in host memory from -ot rules. Each rule is PATTERN=BUFFER, matched (std::regex_search, ECMAScript,
+// as src/llama-model-loader.cpp) against every tensor name, the first matching rule deciding; gpuplan models host
+// buffers ("CPU") for the routed experts' tensors blk.N.ffn_{gate,up,down}_exps.weight (--n-cpu-moe N is the rule
+// blk\.(0..N-1)\.ffn_(up|down|gate)_exps=CPU, --cpu-moe the rule for every layer: common/arg.cpp).
+inline std::vector<double> llama_cpp_override_shares(const std::vector<std::string>& rules, std::int64_t layers) {
+  struct Rule {
+    std::regex pattern;
+    bool host;
+  };
+  std::vector<Rule> parsed;
+  for (const auto& r : rules) {
+    const auto eq = r.rfind('=');
+    if (eq == std::string::npos || eq == 0) throw InputError("--override-tensor " + r + ": expected PATTERN=BUFFER");
+    const std::string buffer = r.substr(eq + 1);
+    if (buffer != "CPU" && buffer.rfind("CUDA", 0) != 0)
+      throw InputError("--override-tensor " + r + ": gpuplan places tensors on CPU (host memory) or the GPU (CUDA0)");
+    try {
+      parsed.push_back({std::regex(r.substr(0, eq)), buffer == "CPU"});
+    } catch (const std::regex_error&) {
+      throw InputError("--override-tensor " + r + ": not a regular expression");
+    }
+  }
+  std::vector<double> share(static_cast<std::size_t>(layers), 0.0);
+  bool matched = false;
+  for (std::int64_t l = 0; l < layers; ++l)
+    for (const char* kind : {"gate", "up", "down"}) {
+      const std::string name = "blk." + std::to_string(l) + ".ffn_" + kind + "_exps.weight";
+      for (const auto& rule : parsed)
+        if (std::regex_search(name, rule.pattern)) {
+          matched = true;
+          if (rule.host) share[static_cast<std::size_t>(l)] += 1.0 / 3.0;
+          break;
+        }
+    }
+  if (!parsed.empty() && !matched)
+    throw InputError("--override-tensor: no rule names a routed-expert tensor (blk.N.ffn_{gate,up,down}_exps), the "
+                     "only tensors gpuplan places by rule");
+  return share;
+}
 
 // Ollama runs llama.cpp with its own defaults: num_ctx by release (2048; 4096 from v0.6.7, its release notes; from
 // v0.15.5, 2026-02-03, by the GPU's memory: docs/context-length.mdx at 948f693), clamped to the model's trained

@@ -679,7 +679,7 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   // Llama 3.1 8B on an H100 at 0.95 with max_model_len 16384: vLLM 0.19 logged 476,016 tokens and 29.05x.
   auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
                     "--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024",
-                    "--format", "json"});
+                    "--engine-version", "0.19", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   const auto& sv = j["serving"];
@@ -692,7 +692,7 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   CHECK(sv["max_model_len"] == 16384);
   // Fewer profiled sequences shrink the sampler's peak and grow the pool.
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
-               "--gpu-memory-utilization", "0.95", "--max-num-seqs", "256", "--format", "json"});
+               "--gpu-memory-utilization", "0.95", "--max-num-seqs", "256", "--engine-version", "0.19", "--format", "json"});
   CHECK(nlohmann::json::parse(r.out)["serving"]["kv_tokens"].get<double>() > sv["kv_tokens"].get<double>());
   // 70B in bf16 does not start on one H100: the fit says so, and the table says why.
   r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "8192",

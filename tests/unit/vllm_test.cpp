@@ -17,6 +17,7 @@ InferenceWorkload vllm_on_h100(std::int64_t max_model_len, double util) {
   w.cuda_total = Bytes(kH100CudaTotal);
   w.context = max_model_len;
   w.vllm.gpu_memory_utilization = util;
+  w.vllm.version = EngineVersion{0, 19, 0};  // the release of the logs these tests check
   return w;
 }
 }  // namespace
@@ -66,10 +67,16 @@ TEST_CASE("vLLM: fused MoE keeps its caches while the sampler runs", "[memory][i
   s.moe.shared_intermediate = 5632;
   const double moe = 8192.0 * 4 * 2 * (2816 + 1408);
   const double sampler = 15.0 * 1024 * 151'936 + 2.0 * (8192 + 1024) * 2048;
-  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1) == moe + sampler);
+  const VllmRelease& v019 = vllm_release(EngineVersion{0, 19, 0});
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, v019) == moe + sampler);
   CHECK((moe + sampler) / kGiB == Approx(2.47).epsilon(0.01));
+  // Model Runner V2 (0.29 on for every model): no top-k/top-p in the warm-up, the fp32 copy only.
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 29, 0})) ==
+        moe + 6.0 * 1024 * 151'936 + 2.0 * (8192 + 1024) * 2048);
+  // 0.25–0.28 only dense models run it: this MoE keeps 0.19's Triton sampler.
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 26, 0})) == moe + sampler);
   // MXFP4 experts on Hopper's Triton kernels keep no cache: the sampler's peak alone.
-  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(std::nullopt), false, false) == sampler);
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, v019, false, false) == sampler);
 }
 
 TEST_CASE("vLLM: whether it starts, the longest max_model_len and the smallest utilization", "[memory][inference][vllm]") {
@@ -175,7 +182,7 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   const ModelSpec s = find_preset("llama-3.1-8b").spec;
   // torch.sort top-k/top-p (before 0.17) holds 36 B per logit beside the bf16 logits, the Triton kernel 13.
   const double sort = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 11, 0}));
-  const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(std::nullopt));
+  const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 19, 0}));
   CHECK(sort - triton == Approx((36.0 - 13.0) * 1024 * 128'256));
   // Early V1 also kept the logits of all 8192 profiled tokens.
   const double early = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 8, 4}));

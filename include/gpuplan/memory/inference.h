@@ -616,8 +616,11 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
       (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
        : total                                            ? " (vllm serve defaults of this release for this GPU)"
                                                           : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
-      "; sampler warm-up " + (r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") + " top-k/top-p over " +
-      std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
+      "; sampler warm-up " +
+      (vllm_model_runner_v2(r, s.moe.experts > 0) ? std::string("without top-k/top-p (Model Runner V2)")
+                                                   : std::string(r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") +
+                                                         " top-k/top-p") +
+      " over " + std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
       "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
       (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +

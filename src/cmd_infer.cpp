@@ -267,11 +267,13 @@ nlohmann::json infer_report(const InferOptions& o) {
     std::optional<double> per_hour;
     std::string basis;
     nlohmann::json instance = nullptr, instances = nullptr;
+    // An engine that cannot run the format on this GPU is offered nowhere (runs_on.h); the user's own price stands.
+    const auto unrunnable = cannot_run(*device, w.profile, est.weights);
     if (o.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
     if (o.price_per_gpu_hour > 0) {
       per_hour = o.price_per_gpu_hour * double(w.tp);
       basis = "--price-per-gpu-hour";
-    } else {
+    } else if (!unrunnable) {
       const auto rentals = price_setup(cat, *device, Setup{w.tp, w.tp, false}, o.spot, o.provider);
       if (!rentals.empty()) {
         per_hour = rentals.front().per_hour().in(unit::usd_per_hour);
@@ -289,10 +291,11 @@ nlohmann::json infer_report(const InferOptions& o) {
                         {"instances", instances}};
     } else {
       report["cost"] = nullptr;
-      report["assumptions"].push_back("no " + std::string(o.spot ? "spot" : "on-demand") + " offering in the catalog for " +
-                                      device->id + (o.provider.empty() ? "" : " at " + o.provider) + " holds " +
-                                      std::to_string(w.tp) + (w.tp == 1 ? " GPU" : " GPUs") +
-                                      " in one instance: pass --price-per-gpu-hour");
+      report["assumptions"].push_back(
+          unrunnable ? "no offering priced: " + *unrunnable
+                     : "no " + std::string(o.spot ? "spot" : "on-demand") + " offering in the catalog for " + device->id +
+                           (o.provider.empty() ? "" : " at " + o.provider) + " holds " + std::to_string(w.tp) +
+                           (w.tp == 1 ? " GPU" : " GPUs") + " in one instance: pass --price-per-gpu-hour");
     }
   } else {
     report["throughput"] = nullptr;

@@ -251,6 +251,8 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
                       w.device->id, w.rental.offering->provider, req.objective == Objective::cost ? "cheapest" : "fastest",
                       100 * (1 - w.memory.in(unit::bytes) / w.device->capacity().in(unit::bytes)), layout_text(w.layout),
                       money(w.cost.in(unit::usd)), duration(w.time.in(unit::seconds)));
+    why += fmt::format(" ({} at ${:.2f}/h each, as of {})", instances_text(w.rental), w.rental.per_instance.in(unit::usd_per_hour),
+                       w.rental.offering->as_of);
     if (plan.best.size() > 1) {
       const auto& n = plan.best[1];
       why += req.objective == Objective::cost
@@ -375,6 +377,8 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
                       w.replicas, w.tp, w.device->id, spell<WeightFormat>(weight_format_names, w.weights),
                       spell<KvDtype>(kv_dtype_names, w.kv), w.rental.offering->provider, w.decode_tokens_per_s,
                       1000 * w.token_latency.in(unit::seconds), w.usd_per_million_output_tokens);
+    why += fmt::format(" ({} at ${:.2f}/h each, as of {})", instances_text(w.rental), w.rental.per_instance.in(unit::usd_per_hour),
+                       w.rental.offering->as_of);
   }
   const nlohmann::json report{{"schema", schema_id},
                               {"command", "plan infer"},

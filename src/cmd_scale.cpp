@@ -81,7 +81,7 @@ ExitCode run_scale(const ScaleOptions& o, std::ostream& out) {
       const auto rentals = price_setup(cat, d, run, false, o.provider);
       if (rentals.empty())
         throw InputError("no on-demand offering of " + d.id + (o.provider.empty() ? "" : " at " + o.provider) +
-                         " holds an 8-GPU node in one instance");
+                         " rents 8-GPU nodes that a multi-node run can link (cost.h)");
       const auto& best = rentals.front();
       hours = usd.in(unit::usd) / best.per_gpu_hour().in(unit::usd_per_hour);
       price = {{"usd", usd.in(unit::usd)}, {"usd_per_gpu_hour", best.per_gpu_hour().in(unit::usd_per_hour)},
@@ -128,6 +128,12 @@ ExitCode run_scale(const ScaleOptions& o, std::ostream& out) {
   if (report["budget"].contains("gpu_hours"))
     fmt::print(out, " ({:.0f} {} GPU-hours at {:.0f}% MFU)", report["budget"]["gpu_hours"].get<double>(),
                report["budget"]["gpu"].get<std::string>(), 100 * report["budget"]["mfu"].get<double>());
+  if (const auto& price = report["budget"].value("price", nlohmann::json()); !price.is_null()) {
+    const auto& i = price["instance"];
+    fmt::print(out, "\nPrice      ${:.2f}/GPU-hour: {} {} ({} GPUs, ${:.2f}/h each, on-demand), as of {}",
+               price["usd_per_gpu_hour"].get<double>(), i["provider"].get<std::string>(), i["name"].get<std::string>(),
+               i["gpus"].get<int>(), i["usd_per_hour"].get<double>(), i["as_of"].get<std::string>());
+  }
   fmt::print(out, "\n\n{:<14} {:>14} {:>14} {:>10} {:>8} {:>8}\n", "approach", "params", "tokens", "tok/param", "loss C", "loss E");
   for (const auto& [id, p] : approaches.items())
     fmt::print(out, "{:<14} {:>14} {:>14} {:>10.1f} {:>8.3f} {:>8.3f}{}\n", id, short_count(p["params"].get<double>()),

@@ -24,8 +24,9 @@ struct Setup {
 };
 
 // The smallest instance a linked run spans several of: providers sell their cluster networking (EFA, InfiniBand,
-// RoCE) with their 8-GPU HGX instances and AWS's 4-GPU g5.12xlarge class, not with single-GPU VMs or pods; plan
-// train's rule since it priced whole instances ("runs beyond one instance use multi-GPU instances").
+// RoCE) with their 8-GPU HGX instances and AWS's 4-GPU g5.12xlarge class, not with single-GPU VMs; plan train's
+// rule since it priced whole instances ("runs beyond one instance use multi-GPU instances"). Pods (max_count) are
+// one machine each: RunPod links machines only as Instant Clusters, a product the catalog does not list.
 inline constexpr int cluster_instance_min_gpus = 4;
 
 // A setup's instances of one offering.
@@ -61,7 +62,7 @@ inline std::optional<Rental> rent(const Offering& f, const Setup& s, bool spot) 
   r.offering = &f;
   r.gpus_per_instance = int(size);
   r.instances = (groups + per_instance - 1) / per_instance;
-  if (r.instances > 1 && s.linked && size < cluster_instance_min_gpus) return std::nullopt;
+  if (r.instances > 1 && s.linked && (size < cluster_instance_min_gpus || f.max_count)) return std::nullopt;
   r.per_instance = UsdPerHour(price->in(unit::usd_per_hour) * double(size / count));
   r.spot = spot;
   return r;

@@ -30,6 +30,7 @@
 #include "parse.h"
 #include "plan.h"
 #include "report.h"
+#include "runs_on.h"
 #include "safetensors.h"
 #include "tables.h"
 #include "step_time.h"

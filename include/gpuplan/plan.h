@@ -27,6 +27,7 @@
 #include "memory/inference.h"
 #include "memory/training.h"
 #include "parallel.h"
+#include "runs_on.h"
 #include "step_time.h"
 #include "throughput.h"
 
@@ -229,12 +230,14 @@ namespace detail {
 inline double objective_value(const TrainingCandidate& c, Objective o) {
   return o == Objective::cost ? c.cost.in(unit::usd) : c.time.in(unit::seconds);
 }
-// Ranking: the objective, then the other one (the same cost sooner, the same time cheaper).
+// Ranking: the objective, then the other one (the same cost sooner, the same time cheaper), then fewer instances
+// (the same run on 128 8-GPU nodes rather than 256 4-GPU ones: fewer machines to link and to lose).
 inline bool ranks_before(const TrainingCandidate& a, const TrainingCandidate& b, Objective o) {
   const double x = objective_value(a, o), y = objective_value(b, o);
   if (x != y) return x < y;
-  return objective_value(a, o == Objective::cost ? Objective::time : Objective::cost) <
-         objective_value(b, o == Objective::cost ? Objective::time : Objective::cost);
+  const Objective other = o == Objective::cost ? Objective::time : Objective::cost;
+  if (objective_value(a, other) != objective_value(b, other)) return objective_value(a, other) < objective_value(b, other);
+  return a.rental.instances < b.rental.instances;
 }
 
 
@@ -650,7 +653,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     for (std::int64_t tp : {1, 2, 4, 8}) {
       if (serving_tp_problem(s, InferenceWorkload{}, tp)) continue;  // vLLM's head divisibility
       for (WeightFormat wf : req.weights) {
-        if (!serving_peak(d, wf).first) continue;
+        if (!serving_peak(d, wf).first || cannot_run(d, Profile::vllm, wf)) continue;  // runs_on.h
         for (KvDtype kv : req.kv) {
           ++plan.evaluated;
           InferenceWorkload w;
@@ -733,7 +736,8 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
   plan.assumptions.push_back("engine: vLLM " + req.engine_version.value_or(vllm_newest).str() +
                              " (profile vllm: gpu_memory_utilization 0.9 of the CUDA total, max_model_len = prompt + new "
                              "tokens, 16-token KV blocks); a replica is tp GPUs of one instance; replicas until the "
-                             "target is met");
+                             "target is met; only GPUs vLLM runs the weight format on (runs_on.h: FP8/MXFP4 on FP8 cores "
+                             "or Marlin from sm80, AWQ from sm75, NVIDIA and AMD only)");
   plan.assumptions.push_back("throughput: roofline at " + std::to_string(int(req.efficiency.memory * 100)) +
                              "% of memory bandwidth and " + std::to_string(int(req.efficiency.compute * 100)) +
                              "% of peak FLOP/s; decode reads the cache at its average length");

@@ -323,40 +323,67 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
   j = nlohmann::json::parse(r.out);
   CHECK(j["cost"].is_null());
   CHECK_THAT(j["assumptions"].dump(), Catch::Contains("holds 2 GPUs in one instance"));
+  // vLLM cannot run FP8 weights on a V100 (no FP8 cores, Marlin from sm80): no offering is priced; the user's price is.
+  r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--weights", "fp8", "--profile", "vllm", "--gpu", "v100", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"].is_null());
+  CHECK_THAT(j["assumptions"].dump(), Catch::Contains("no offering priced") && Catch::Contains("sm80"));
+  r = run_cli({"infer", "--model", "qwen2.5-1.5b", "--weights", "fp8", "--profile", "vllm", "--gpu", "v100",
+               "--price-per-gpu-hour", "1", "--format", "json"});
+  CHECK(nlohmann::json::parse(r.out)["cost"]["usd_per_hour"] == 1.0);
+  // plan infer never offers a GPU the engine cannot run the format on.
+  r = run_cli({"plan", "infer", "--model", "llama-3.1-8b", "--concurrency", "16", "--top", "100", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["best"].empty());
+  for (const auto& b : j["best"]) {
+    INFO(b["gpu"] << " " << b["weights"]);
+    const auto& d = builtin_catalog().get(b["gpu"].get<std::string>());
+    CHECK((d.vendor == "NVIDIA" || d.vendor == "AMD"));
+    CHECK_FALSE(cannot_run(d, Profile::vllm, parse_enum<WeightFormat>(weight_format_names, b["weights"].get<std::string>(), "w")));
+  }
 }
 
 TEST_CASE("cli: train prices plan train's setups as plan train does", "[cli][cost][plan]") {
-  auto r = run_cli({"plan", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "--top", "5", "--format", "json"});
-  REQUIRE(r.code == ExitCode::ok);
-  const auto plan = nlohmann::json::parse(r.out);
   int compared = 0, multi = 0;
-  for (const auto& b : plan["best"]) {
-    const auto& L = b["layout"];
-    if (L["pipeline"] != 1 || L["expert"] != 1) continue;  // flags below: data × tensor parallelism
-    const std::int64_t per_node = std::min(b["gpus"].get<std::int64_t>(), b["gpus_per_instance"].get<std::int64_t>());
-    const std::string zero = std::to_string(L["zero"].get<int>());
-    std::vector<std::string> args{"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--format", "json",
-                                  "--tokens", std::to_string(plan["request"]["tokens"].get<std::int64_t>()),
-                                  "--gpus", std::to_string(per_node),
-                                  "--nodes", std::to_string(b["gpus"].get<std::int64_t>() / per_node),
-                                  "--tp", std::to_string(L["tensor"].get<int>()), "--zero", zero,
-                                  "--batch", std::to_string(L["micro_batch"].get<int>()),
-                                  "--grad-accum", std::to_string(L["grad_accum"].get<int>()),
-                                  "--recompute", L["recompute"].get<std::string>()};
-    if (L["offload"] != "none") continue;
-    INFO(b.dump());
-    const auto t = run_cli(args);
-    REQUIRE(t.code == ExitCode::ok);
-    const auto j = nlohmann::json::parse(t.out);
-    CHECK(j["cost"]["instance"]["name"] == b["instance"]);
-    CHECK(j["cost"]["instances"] == b["instances"]);
-    CHECK(j["time"]["seconds"].get<double>() == Approx(b["seconds"].get<double>()).epsilon(1e-6));
-    CHECK(j["cost"]["usd"].get<double>() == Approx(b["usd"].get<double>()).epsilon(1e-6));
-    ++compared;
-    multi += b["instances"].get<int>() > 1;
+  // The whole catalog (single pods and nodes win) and one provider of 8-GPU nodes only (runs over instances win).
+  for (const std::string provider : {"", "lambda"}) {
+    std::vector<std::string> ask{"plan", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "--top", "5", "--format", "json"};
+    if (!provider.empty()) ask.insert(ask.end(), {"--provider", provider});
+    auto r = run_cli(ask);
+    REQUIRE(r.code == ExitCode::ok);
+    const auto plan = nlohmann::json::parse(r.out);
+    for (const auto& b : plan["best"]) {
+      const auto& L = b["layout"];
+      // train's flags below say data × tensor parallelism, ZeRO, micro-batches and recomputation.
+      if (L["pipeline"] != 1 || L["expert"] != 1 || L["offload"] != "none") continue;
+      INFO(b.dump());
+      const std::int64_t per_node = std::min(b["gpus"].get<std::int64_t>(), b["gpus_per_instance"].get<std::int64_t>());
+      std::vector<std::string> args{"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--format", "json",
+                                    "--tokens", std::to_string(plan["request"]["tokens"].get<std::int64_t>()),
+                                    "--gpus", std::to_string(per_node),
+                                    "--nodes", std::to_string(b["gpus"].get<std::int64_t>() / per_node),
+                                    "--tp", std::to_string(L["tensor"].get<int>()),
+                                    "--zero", std::to_string(L["zero"].get<int>()),
+                                    "--batch", std::to_string(L["micro_batch"].get<int>()),
+                                    "--grad-accum", std::to_string(L["grad_accum"].get<int>()),
+                                    "--recompute", L["recompute"].get<std::string>()};
+      if (!provider.empty()) args.insert(args.end(), {"--provider", provider});
+      const auto t = run_cli(args);
+      REQUIRE(t.code == ExitCode::ok);
+      const auto j = nlohmann::json::parse(t.out);
+      CHECK(j["cost"]["instance"]["name"] == b["instance"]);
+      CHECK(j["cost"]["instance"]["gpus"] == b["gpus_per_instance"]);
+      CHECK(j["cost"]["instances"] == b["instances"]);
+      CHECK(j["time"]["seconds"].get<double>() == Approx(b["seconds"].get<double>()).epsilon(1e-6));
+      CHECK(j["cost"]["usd"].get<double>() == Approx(b["usd"].get<double>()).epsilon(1e-6));
+      ++compared;
+      multi += b["instances"].get<int>() > 1;
+    }
   }
-  CHECK(compared >= 3);
-  CHECK(multi >= 1);
+  CHECK(compared >= 6);
+  CHECK(multi >= 3);
 }
 
 TEST_CASE("cli: scale", "[cli][compute]") {
@@ -371,6 +398,11 @@ TEST_CASE("cli: scale", "[cli][compute]") {
   j = nlohmann::json::parse(r.out);
   // $1M at $6.88/GPU-h = 145,349 H100-hours × 989.4 TFLOP/s × 40 % MFU.
   CHECK(j["budget"]["flops"].get<double>() == Approx(1e6 / 6.88 * 3600 * 989.4e12 * 0.40).epsilon(1e-6));
+  CHECK(j["budget"]["price"]["instance"]["name"] == "p5.48xlarge");  // 8-GPU nodes: not the 1-GPU p5.4xlarge
+  CHECK_THAT(run_cli({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "aws"}).out,
+             Catch::Contains("Price      $6.88/GPU-hour: aws p5.48xlarge (8 GPUs, $55.04/h each, on-demand), as of"));
+  // A provider with no instance of an 8-GPU node prices no budget.
+  CHECK(run_cli({"scale", "--budget", "$1M", "--gpu", "h100", "--provider", "runpod"}).code == ExitCode::usage);
   CHECK(run_cli({"scale"}).code == ExitCode::usage);
   CHECK(run_cli({"scale", "--budget", "1M"}).code == ExitCode::usage);
   CHECK(run_cli({"scale", "--compute", "-5"}).code == ExitCode::usage);

@@ -116,6 +116,20 @@ TEST_CASE("load_catalog: errors name the file, the JSON pointer and the problem"
   CHECK_THROWS_WITH(load_catalog({test::data + "/catalogs/bad_offering.json"}), Catch::Contains("unknown accelerator \"nope\""));
   CHECK_THROWS_AS(load_catalog({test::data + "/catalogs/none.json"}), DataError);
   CHECK_THROWS_AS(load_catalog({test::data + "/configs/malformed.json"}), DataError);
+  // A pod's max_count is a whole multiple of its count.
+  auto pod = [](const char* count, const char* max_count) {
+    Catalog c = builtin_catalog();
+    detail::merge_catalog_json(c, nlohmann::json::parse(std::string(R"({"offerings": [{"provider": "p", "instance": "pod",
+        "accelerator": "h100-sxm", "as_of": "2026", "source": "s", "on_demand_usd_per_hour": 2, "count": )") + count +
+                                                 ", \"max_count\": " + max_count + "}]}"),
+                       "pod.json");
+    return c.offerings.back().max_count;
+  };
+  CHECK(pod("2", "8") == 8);
+  CHECK_THROWS_WITH(pod("2", "7"), Catch::Contains("pod.json: /offerings/0/max_count: expected a whole multiple of count"));
+  CHECK_THROWS_WITH(pod("4", "2"), Catch::Contains("/max_count"));
+  CHECK_THROWS_WITH(pod("1", "8.5"), Catch::Contains("/max_count"));
+  CHECK_THROWS_WITH(pod("1", "1e9"), Catch::Contains("/max_count"));
 }
 
 TEST_CASE("fit_on and fit_table", "[hardware]") {

@@ -2,6 +2,7 @@
 #include <gpuplan/catalog.h>
 #include <gpuplan/compute.h>
 #include <gpuplan/cost.h>
+#include <gpuplan/runs_on.h>
 #include <gpuplan/builtin.h>
 
 using namespace gpuplan;
@@ -108,12 +109,13 @@ TEST_CASE("price_setup: a group inside one instance, replicas on as many as they
   CHECK(prices({2, 2, false}) == P{{"1xpod:2", 5.0}, {"1xnode8:8", 24.0}});
   // Three independent replicas: three VMs ($6), a pod of 3 ($7.50), one 8-GPU instance.
   CHECK(prices({3, 1, false}) == P{{"3xvm1:1", 6.0}, {"1xpod:3", 7.5}, {"1xnode8:8", 24.0}});
-  // Training on 2 nodes of 8: two pods of 8 ($40) or two instances ($48); VMs hold no node.
-  CHECK(prices({16, 8, true}) == P{{"2xpod:8", 40.0}, {"2xnode8:8", 48.0}});
+  // Training on 2 nodes of 8: two 8-GPU instances ($48); VMs hold no node, and pods are not linked into clusters.
+  CHECK(prices({16, 8, true}) == P{{"2xnode8:8", 48.0}});
   // Eight linked data-parallel GPUs: not over eight single-GPU VMs (no cluster network), but in one pod or node.
   CHECK(prices({8, 1, true}) == P{{"1xpod:8", 20.0}, {"1xnode8:8", 24.0}});
-  // More than a pod holds, linked: pods of 8 (the largest), 3 of them for 20 GPUs.
-  CHECK(prices({20, 4, true}) == P{{"3xpod:8", 60.0}, {"3xnode8:8", 72.0}});
+  // Independent replicas beyond a pod: pods of 8 (the largest), 3 of them for 20 GPUs in groups of 4.
+  CHECK(prices({20, 4, false}) == P{{"3xpod:8", 60.0}, {"3xnode8:8", 72.0}});
+  CHECK(prices({20, 4, true}) == P{{"3xnode8:8", 72.0}});
   // A group larger than any instance: nothing to rent.
   CHECK(prices({16, 16, true}).empty());
   CHECK(prices({1, 1, false}, "pods") == P{{"1xpod:1", 2.5}});
@@ -180,4 +182,33 @@ TEST_CASE("training_flops: a LoRA step needs 4 FLOPs per frozen parameter and 6 
   CHECK(f.flops_per_token == Approx(4 * n + 6 * 6'815'744.0 + attn));
   // Recomputation runs the forward again, adapters included: hardware ≥ model.
   CHECK(f.hardware.in(unit::flop) == Approx(f.flops_per_token + 2 * (n + 6'815'744.0) + attn / 3));
+}
+
+TEST_CASE("cannot_run: formats an engine runs on a GPU, as its kernels require", "[cost][runs_on]") {
+  const Catalog& cat = builtin_catalog();
+  auto runs = [&](const char* gpu, Profile p, WeightFormat w) { return !cannot_run(cat.get(gpu), p, w); };
+  // FP8: native on Ada/Hopper/CDNA3, Marlin weight-only on Ampere; not on Volta/Turing, nor CDNA2 (MI250X).
+  CHECK(runs("h100", Profile::vllm, WeightFormat::fp8));
+  CHECK(runs("l40s", Profile::vllm, WeightFormat::fp8));
+  CHECK(runs("a100-80gb-sxm", Profile::vllm, WeightFormat::fp8));
+  CHECK(runs("mi300x", Profile::sglang, WeightFormat::fp8));
+  CHECK_FALSE(runs("v100-sxm2-32gb", Profile::vllm, WeightFormat::fp8));
+  CHECK_FALSE(runs("t4", Profile::vllm, WeightFormat::mxfp4));
+  CHECK_FALSE(runs("mi250x-gcd", Profile::vllm, WeightFormat::mxfp4));
+  // NVFP4: NVIDIA from sm80 (FP4 cores on Blackwell, Marlin before); not on ROCm.
+  CHECK(runs("b200", Profile::vllm, WeightFormat::nvfp4));
+  CHECK(runs("a10g", Profile::vllm, WeightFormat::nvfp4));
+  CHECK(runs("dgx-spark-gb10", Profile::vllm, WeightFormat::nvfp4));
+  CHECK_FALSE(runs("mi355x", Profile::vllm, WeightFormat::nvfp4));
+  // AWQ from Turing; GPTQ and 16-bit weights everywhere on CUDA/ROCm.
+  CHECK(runs("t4", Profile::vllm, WeightFormat::awq_int4));
+  CHECK_FALSE(runs("v100-sxm2-16gb", Profile::vllm, WeightFormat::awq_int4));
+  CHECK(runs("v100-sxm2-16gb", Profile::vllm, WeightFormat::gptq_int4));
+  CHECK(runs("v100-sxm2-16gb", Profile::vllm, WeightFormat::bf16));
+  // Other accelerators are not what the vLLM/SGLang profiles model; other profiles are not restricted here.
+  CHECK_FALSE(runs("tpu-v5e", Profile::vllm, WeightFormat::bf16));
+  CHECK_FALSE(runs("gaudi3", Profile::sglang, WeightFormat::bf16));
+  CHECK(runs("tpu-v5e", Profile::pytorch, WeightFormat::bf16));
+  CHECK(runs("v100-sxm2-16gb", Profile::llama_cpp, WeightFormat::fp8));
+  CHECK_THAT(*cannot_run(cat.get("v100"), Profile::vllm, WeightFormat::fp8), Catch::Contains("Marlin from sm80"));
 }

@@ -131,6 +131,8 @@ TEST_CASE("plan_serving: the target is met by every setup", "[plan]") {
     CHECK(c.token_latency.in(unit::seconds) <= 0.040);
     CHECK(c.usd_per_million_output_tokens ==
           Approx(c.rental.per_hour().in(unit::usd_per_hour) / (c.decode_tokens_per_s * 3600) * 1e6));
+    // Only GPUs vLLM runs the format on (runs_on.h).
+    CHECK_FALSE(cannot_run(*c.device, Profile::vllm, c.weights));
     // Each replica's tensor-parallel group inside one instance; as many instances as the replicas need.
     CHECK(c.rental.gpus_per_instance >= c.tp);
     CHECK(c.rental.instances * (c.rental.gpus_per_instance / c.tp) >= c.replicas);
@@ -238,4 +240,17 @@ TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[
   CHECK(c->cost.in(unit::usd) == Approx(16.0 * c->time.in(unit::seconds) / 3600));  // one 8-GPU instance at $16/h
   L.tp = 16;  // tensor parallelism beyond one instance's GPUs
   CHECK(detail::price_layout(s, req, stages, L, 0, work, choices[0], 1e20) == std::nullopt);
+}
+
+TEST_CASE("plan steps: the same cost and time on fewer instances ranks first", "[plan][steps]") {
+  TrainingCandidate a, b;
+  a.cost = b.cost = Usd(100);
+  a.time = b.time = Seconds(3600);
+  a.rental.instances = 128;
+  b.rental.instances = 256;
+  CHECK(detail::ranks_before(a, b, Objective::cost));
+  CHECK_FALSE(detail::ranks_before(b, a, Objective::cost));
+  b.cost = Usd(99);  // cheaper still wins by cost
+  CHECK(detail::ranks_before(b, a, Objective::cost));
+  CHECK(detail::ranks_before(b, a, Objective::time));  // same time: the cheaper first
 }

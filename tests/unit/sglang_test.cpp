@@ -62,3 +62,30 @@ TEST_CASE("model types the SGLang logs bring: seed_oss", "[engines][sglang][mode
   w.device_memory = Bytes(80.0 * kSglangGiB);
   CHECK(estimate_inference_memory(s, w).kv_bytes_per_token.in(unit::bytes) == 262'144.0);
 }
+
+TEST_CASE("SGLang: mem_fraction_static in its three eras", "[engines][sglang]") {
+  // Before 0.4.7: by TP (0.88 at TP 1), chunked prefill 2048 and CUDA graphs to batch 8 under 25,000 MB, as the
+  // RTX 3090 log of 0.4.2 prints (tests/data/engines/collected: s-jerryzsj-3090-r1-distill-qwen-7b).
+  const SglangRelease& tp_table = sglang_release(EngineVersion{0, 4, 2});
+  CHECK(tp_table.fraction == SglangFraction::by_tp);
+  const SglangDefaults rtx3090 = sglang_defaults(24576, 1, tp_table);
+  CHECK(rtx3090.mem_fraction_static == 0.88);
+  CHECK(rtx3090.chunked_prefill_size == 2048);
+  CHECK(rtx3090.cuda_graph_max_bs == 8);
+  CHECK(sglang_defaults(81559, 1, tp_table).chunked_prefill_size == 8192);
+  // 0.4.7-0.5.3 (PR #7054): GBs reserved by GPU class. H100 (81,559 MiB): 9.5 + 1/2 GB at TP 1 → 0.874; 9.5 + 8/2
+  // at TP 8 → 0.831. RTX 4090 (24,564 MiB): 2.8 + 0.1 GB → 0.879. H200 (143,771 MiB): 12.5 GB → 0.911. MI300X: 32 GB.
+  const SglangRelease& by_gpu = sglang_release(EngineVersion{0, 5, 0});
+  CHECK(sglang_defaults(81559, 1, by_gpu).mem_fraction_static == Approx(0.874));
+  CHECK(sglang_defaults(81559, 8, by_gpu).mem_fraction_static == Approx(0.831));
+  CHECK(sglang_defaults(24564, 1, by_gpu).mem_fraction_static == Approx(0.879));
+  CHECK(sglang_defaults(143771, 1, by_gpu).mem_fraction_static == Approx(0.911));
+  CHECK(sglang_defaults(143771, 1, by_gpu).cuda_graph_max_bs == 256);
+  CHECK(sglang_defaults(196288, 1, by_gpu).mem_fraction_static == Approx(0.833));
+  // From 0.5.4 (PR #10975): under 20 GB chunked prefill 2048 and CUDA graphs to 8 → 512 + 3072 + 16 + 128 MB of a
+  // 16 GB card (16,376 MiB) → 0.772. On ROCm, aiter attention above 8192 tokens takes 0.85 of it: the MI300X at TP 4
+  // (reserved 512 + 24,576 + 1024 + 512 MB → 0.864) → 0.7344.
+  CHECK(sglang_defaults(16376, 1).mem_fraction_static == Approx(0.772));
+  CHECK(sglang_defaults(196288, 4).mem_fraction_static == Approx(0.864));
+  CHECK(sglang_defaults(196288, 4, sglang_releases.back(), true).mem_fraction_static == Approx(0.864 * 0.85));
+}

@@ -74,7 +74,9 @@ TEST_CASE("SGLang: mem_fraction_static in its three eras", "[engines][sglang]") 
   CHECK(rtx3090.cuda_graph_max_bs == 8);
   CHECK(sglang_defaults(81559, 1, tp_table).chunked_prefill_size == 8192);
   // 0.4.7-0.5.3 (PR #7054): GBs reserved by GPU class. H100 (81,559 MiB): 9.5 + 1/2 GB at TP 1 → 0.874; 9.5 + 8/2
-  // at TP 8 → 0.831. RTX 4090 (24,564 MiB): 2.8 + 0.1 GB → 0.879. H200 (143,771 MiB): 12.5 GB → 0.911. MI300X: 32 GB.
+  // at TP 8 → 0.831, which a public Grok-2 start-up of 2025-09-11 on 8 × 80 GB prints (server_args
+  // mem_fraction_static=0.831, tp_size=8; search-index file 45518106035) where the TP table gives 0.81 and PR #10975
+  // 0.818. RTX 4090 (24,564 MiB): 2.8 + 0.1 GB → 0.879. H200 (143,771 MiB): 12.5 GB → 0.911. MI300X: 32 GB.
   const SglangRelease& by_gpu = sglang_release(EngineVersion{0, 5, 0});
   CHECK(sglang_defaults(81559, 1, by_gpu).mem_fraction_static == Approx(0.874));
   CHECK(sglang_defaults(81559, 8, by_gpu).mem_fraction_static == Approx(0.831));

@@ -108,6 +108,8 @@ def sglang_command(binary, c):
             "--tp", str(s["tensor_parallel_size"]), "--context", str(s["context_length"]), "--format", "json"]
     if s.get("mem_fraction_static"):
         args += ["--mem-fraction-static", str(s["mem_fraction_static"])]
+    if s.get("max_running_requests"):
+        args += ["--max-running-requests", str(s["max_running_requests"])]
     if s.get("quantization"):
         args += ["--weights", s["quantization"]]
     return args

@@ -167,7 +167,9 @@ inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, b
   } else {
     p.slots = max_running_requests > 0 ? max_running_requests : 512;
   }
-  p.bytes = double(p.slots) * slot_bytes;
+  // MambaPool allocates one slot more than it hands out (the padding slot, index 0 of HybridReqToTokenPool): the
+  // 0.5.4 log of issue #12419 prints 2914 slots and an ssm state of 51.24 GB = 2915 × 18,874,368 B.
+  p.bytes = double(p.slots + 1) * slot_bytes;
   return p;
 }
 

@@ -141,6 +141,7 @@ nlohmann::json infer_report(const InferOptions& o) {
     w.device_memory = device->capacity();
     w.cuda_total = device->cuda_total_memory;
     w.device_is_a100 = device->id.rfind("a100", 0) == 0;
+    w.device_is_rocm = device->vendor == "AMD";
     w.link = gpu_link_of(device->interconnect);
     w.mxfp4_kernel = mxfp4_backend(device->memory_type.rfind("HBM", 0) == 0, device->peak.fp8.has_value(),
                                    device->peak.fp4.has_value());

@@ -788,11 +788,15 @@ TEST_CASE("cli: --engine-version follows an engine's release and names the defau
                     "0.6.5.dev123+gabcdef0", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["serving"]["engine"] == "vllm 0.6.5");
-  // SGLang before 0.5.4: 0.88 at TP 1.
-  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
+  // SGLang before 0.4.7: 0.88 at TP 1; 0.4.7-0.5.3: 10 GB reserved on an H100 (81,559 MiB) → 0.874.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.6",
                     "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.88);
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
+               "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.874);
   // llama.cpp takes a build number; Ollama a release (2048 tokens before 0.6.7).
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--engine-version", "b5000",
                "--format", "json"});

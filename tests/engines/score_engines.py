@@ -108,6 +108,8 @@ def sglang_command(binary, c):
             "--tp", str(s["tensor_parallel_size"]), "--context", str(s["context_length"]), "--format", "json"]
     if s.get("mem_fraction_static"):
         args += ["--mem-fraction-static", str(s["mem_fraction_static"])]
+    if s.get("max_running_requests"):
+        args += ["--max-running-requests", str(s["max_running_requests"])]
     if s.get("quantization"):
         args += ["--weights", s["quantization"]]
     return args
@@ -238,11 +240,12 @@ def markdown(rows, summ):
               "else from the driver's total (said so).", "",
               "## SGLang", "",
               "Profile `sglang` (`include/gpuplan/memory/sglang.h`, `sglang_releases`): mem_fraction_static by",
-              "release (before 0.5.4 by TP: 0.88/0.87/0.85/0.81/0.79; from 0.5.4 `_handle_gpu_memory_settings`),",
-              "`profile_max_num_token`: that share of the memory free at start holds the weights and the token pool;",
-              "the req_to_token table (max_running_requests × (context + 4) int32) comes out of the rest. One logged",
-              "start-up so far (SGLang 0.4.9 with the fraction given, so only the pool arithmetic is checked; the",
-              "defaults are unit-tested).", "",
+              "release (before 0.4.7 by TP: 0.88/0.87/0.85/0.81/0.79; from 0.4.7 GBs reserved by GPU class; from 0.5.4",
+              "`_handle_gpu_memory_settings`, x 0.85 with ROCm's aiter above 8192 tokens), `profile_max_num_token`:",
+              "that share of the memory free at start holds the weights and the pools; hybrid linear-attention models",
+              "give 0.9 / 1.9 of what the weights leave to request state slots; the req_to_token table comes out of",
+              "the rest. One logged start-up here (SGLang 0.4.9 with the fraction given, so only the pool arithmetic",
+              "is checked); the collected start-ups (`docs/engines-collected.md`) score the defaults.", "",
               "## llama.cpp", "",
               "Profile `llama.cpp` (`include/gpuplan/memory/llama_cpp.h`, `include/gpuplan/quant.h`): the model buffer",
               "from each tensor's GGUF type as `llama_tensor_get_type` picks it for the file type (k-quant mixes: output",

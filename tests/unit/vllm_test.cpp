@@ -140,8 +140,8 @@ TEST_CASE("engine versions: X.Y[.Z], llama.cpp builds, and the release rows they
   CHECK_THROWS_AS(vllm_release(EngineVersion{0, 1, 7}), InputError);
   CHECK(vllm_release(EngineVersion{0, 4, 0}).charges_context);
   CHECK_FALSE(vllm_release(EngineVersion{0, 4, 3}).charges_context);
-  CHECK(sglang_release(EngineVersion{0, 5, 3}).gpu_memory_heuristic == false);
-  CHECK(sglang_release(EngineVersion{0, 5, 4}).gpu_memory_heuristic == true);
+  CHECK(sglang_release(EngineVersion{0, 5, 3}).fraction == SglangFraction::reserved_by_gpu);
+  CHECK(sglang_release(EngineVersion{0, 5, 4}).fraction == SglangFraction::by_prefill_and_graphs);
 }
 
 TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and concurrency", "[engines][vllm]") {
@@ -219,8 +219,8 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
 }
 
 TEST_CASE("SGLang and Ollama defaults by release", "[engines][sglang]") {
-  // Before 0.5.4 (server_args.__post_init__): by TP only.
-  const SglangRelease& old = sglang_release(EngineVersion{0, 4, 9});
+  // Before 0.4.7 (server_args.__post_init__): by TP only.
+  const SglangRelease& old = sglang_release(EngineVersion{0, 4, 6});
   CHECK(sglang_defaults(81559, 1, old).mem_fraction_static == 0.88);
   CHECK(sglang_defaults(81559, 2, old).mem_fraction_static == 0.87);
   CHECK(sglang_defaults(24564, 4, old).mem_fraction_static == 0.85);

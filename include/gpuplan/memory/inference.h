@@ -42,6 +42,7 @@ struct InferenceWorkload {
   std::optional<Bytes> device_memory;        // the GPU's usable memory (the driver's total)
   std::optional<Bytes> cuda_total;           // what cudaMemGetInfo reports as the total: vLLM's budget base
   bool device_is_a100 = false;               // vLLM picks smaller scheduler defaults on the A100
+  bool device_is_rocm = false;               // an AMD GPU: SGLang's default attention backend there is aiter
   GpuLink link = GpuLink::nvswitch;          // how tensor-parallel peers connect (default: an H100 SXM's)
   Mxfp4Backend mxfp4_kernel = Mxfp4Backend::triton;  // vLLM's MXFP4 MoE kernel for the GPU (default: an H100's)
 };
@@ -656,8 +657,10 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const SglangRelease& r = sglang_release(g.version);
   const EngineVersion version = g.version.value_or(sglang_newest);
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
-  const SglangDefaults d =
-      sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0, w.tp, r);
+  // --context-length defaults to the model's (ModelConfig.context_len); the req_to_token table is that wide.
+  const std::int64_t context_length = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
+  const SglangDefaults d = sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0,
+                                           w.tp, r, w.device_is_rocm && context_length > 8192);
   const double fraction = g.mem_fraction_static > 0 ? g.mem_fraction_static : d.mem_fraction_static;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL's buffers by interconnect (the same
@@ -665,8 +668,6 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const double init = VllmProfile::cuda_context.in(unit::bytes) +
                       (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0);
   const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
-  // --context-length defaults to the model's (ModelConfig.context_len); the req_to_token table is that wide.
-  const std::int64_t context_length = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
   ServingDetails& sv = est.serving;
   sv.engine = "sglang " + version.str();
   sv.engine_version = version.str();
@@ -709,9 +710,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
       "profile sglang " + version.str() + (version == r.from ? "" : " (as modelled from " + r.from.str() + ")") +
       ": mem_fraction_static " + detail::decimal(fraction, 3) +
       (g.mem_fraction_static > 0 ? ""
-       : r.gpu_memory_heuristic ? " (its default for this GPU: chunked prefill " + std::to_string(d.chunked_prefill_size) +
-                                      ", CUDA graphs up to batch " + std::to_string(d.cuda_graph_max_bs) + ")"
-                                : " (its default at TP " + std::to_string(w.tp) + ")") +
+       : r.fraction == SglangFraction::by_tp ? " (its default at TP " + std::to_string(w.tp) + ")"
+       : r.fraction == SglangFraction::reserved_by_gpu
+           ? " (its default for this GPU's memory at TP " + std::to_string(w.tp) + ")"
+           : " (its default for this GPU: chunked prefill " + std::to_string(d.chunked_prefill_size) +
+                 ", CUDA graphs up to batch " + std::to_string(d.cuda_graph_max_bs) +
+                 (w.device_is_rocm && context_length > 8192 ? ", x 0.85 for aiter attention above 8192 tokens" : "") + ")") +
       " of the memory free at start holds weights and the token pool; the rest is left to activations, the "
       "req_to_token table (" + (requests > 0 ? std::to_string(requests) : std::string("max_running_requests")) +
       " requests × context_length " + std::to_string(context_length) + " + 4 int32) and CUDA graphs");

@@ -129,17 +129,20 @@ ExitCode run_prices(const PricesOptions& o, std::ostream& out) {
   } else if (o.format == "csv" || o.format == "md") {
     std::vector<std::vector<std::string>> cells;
     for (const auto* f : rows)
-      cells.push_back({f->provider, f->instance, f->accelerator, std::to_string(f->count), usd(f->on_demand), usd(f->spot),
+      cells.push_back({f->provider, f->instance, f->accelerator, std::to_string(f->count),
+                       f->max_count ? std::to_string(*f->max_count) : std::string(), usd(f->on_demand), usd(f->spot),
                        f->region, f->as_of, f->source});
-    render_rows({"provider", "instance", "accelerator", "count", "on_demand_usd_per_hour", "spot_usd_per_hour", "region",
-                 "as_of", "source"}, cells, o.format == "md", out);
+    render_rows({"provider", "instance", "accelerator", "count", "max_count", "on_demand_usd_per_hour", "spot_usd_per_hour",
+                 "region", "as_of", "source"}, cells, o.format == "md", out);
   } else if (o.format == "table") {
-    fmt::print(out, "{:<10} {:<38} {:<16} {:>3} {:>10} {:>10} {:>8}  {}\n", "provider", "instance", "accelerator", "n",
+    fmt::print(out, "{:<10} {:<38} {:<16} {:>4} {:>10} {:>10} {:>8}  {}\n", "provider", "instance", "accelerator", "n",
                "$/h", "$/GPU-h", "spot $/h", "as of");
     for (const auto* f : rows)
-      fmt::print(out, "{:<10} {:<38} {:<16} {:>3} {:>10} {:>10} {:>8}  {}\n", f->provider, f->instance.substr(0, 38),
-                 f->accelerator, f->count, usd(f->on_demand), usd(f->per_accelerator_on_demand()), usd(f->spot), f->as_of);
-    fmt::print(out, "\nSpot only where the provider publishes it. Prices change: check the date and `--format json` for sources.\n");
+      fmt::print(out, "{:<10} {:<38} {:<16} {:>4} {:>10} {:>10} {:>8}  {}\n", f->provider, f->instance.substr(0, 38),
+                 f->accelerator, f->max_count ? fmt::format("{}-{}", f->count, *f->max_count) : std::to_string(f->count),
+                 usd(f->on_demand), usd(f->per_accelerator_on_demand()), usd(f->spot), f->as_of);
+    fmt::print(out, "\nSpot only where the provider publishes it; n: GPUs per instance (1-8: a pod of 1 to 8 at the price per "
+                    "GPU). Prices change: check the date and `--format json` for sources.\n");
   } else {
     throw InputError("unknown format \"" + o.format + "\" (expected: table, json, csv, md)");
   }

@@ -287,30 +287,37 @@ nlohmann::json infer_report(const InferOptions& o) {
                             {"peak_format", t.peak_format},
                             {"memory_bandwidth_bytes_per_s", device->memory_bandwidth.in(unit::bytes_per_s)},
                             {"efficiency", {{"memory", t.efficiency.memory}, {"compute", t.efficiency.compute}}}};
-    // Cost per token: the GPUs' hourly price over the tokens they produce in that hour.
-    std::optional<double> per_gpu_hour;
+    // Cost per token: the hourly price of the instance that holds the tensor-parallel group (cost.h) over the
+    // tokens it produces in that hour.
+    std::optional<double> per_hour;
     std::string basis;
+    nlohmann::json instance = nullptr, instances = nullptr;
     if (o.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
     if (o.price_per_gpu_hour > 0) {
-      per_gpu_hour = o.price_per_gpu_hour;
+      per_hour = o.price_per_gpu_hour * double(w.tp);
       basis = "--price-per-gpu-hour";
     } else {
-      const auto priced = price_run(cat, *device, 1.0, o.spot, o.provider);
-      if (!priced.empty()) {
-        per_gpu_hour = priced.front().per_gpu_hour.in(unit::usd_per_hour);
-        basis = priced.front().offering->provider + " " + priced.front().offering->instance + ", as of " +
-                priced.front().offering->as_of;
+      const auto rentals = price_setup(cat, *device, Setup{w.tp, w.tp, false}, o.spot, o.provider);
+      if (!rentals.empty()) {
+        per_hour = rentals.front().per_hour().in(unit::usd_per_hour);
+        basis = rental_text(rentals.front());
+        instance = instance_json(rentals.front());
+        instances = rentals.front().instances;
       }
     }
-    if (per_gpu_hour) {
-      const double per_hour = *per_gpu_hour * double(w.tp);
-      report["cost"] = {{"usd_per_hour", per_hour},
-                        {"usd_per_million_input_tokens", per_hour / (t.prefill_tokens_per_s * 3600.0) * 1e6},
-                        {"usd_per_million_output_tokens", per_hour / (t.decode_tokens_per_s * 3600.0) * 1e6},
-                        {"price_basis", basis}};
+    if (per_hour) {
+      report["cost"] = {{"usd_per_hour", *per_hour},
+                        {"usd_per_million_input_tokens", *per_hour / (t.prefill_tokens_per_s * 3600.0) * 1e6},
+                        {"usd_per_million_output_tokens", *per_hour / (t.decode_tokens_per_s * 3600.0) * 1e6},
+                        {"price_basis", basis},
+                        {"instance", instance},
+                        {"instances", instances}};
     } else {
       report["cost"] = nullptr;
-      report["assumptions"].push_back("no price in the catalog for " + device->id + ": pass --price-per-gpu-hour");
+      report["assumptions"].push_back("no " + std::string(o.spot ? "spot" : "on-demand") + " offering in the catalog for " +
+                                      device->id + (o.provider.empty() ? "" : " at " + o.provider) + " holds " +
+                                      std::to_string(w.tp) + (w.tp == 1 ? " GPU" : " GPUs") +
+                                      " in one instance: pass --price-per-gpu-hour");
     }
   } else {
     report["throughput"] = nullptr;

@@ -217,11 +217,11 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
     const double cap = b.device->capacity().in(unit::bytes);
     best.push_back({{"rank", k + 1},
                     {"gpu", b.device->id},
-                    {"provider", b.offering->provider},
-                    {"instance", b.offering->instance},
+                    {"provider", b.rental.offering->provider},
+                    {"instance", b.rental.offering->instance},
                     {"gpus", L.gpus},
-                    {"instances", b.instances},
-                    {"gpus_per_instance", b.offering->count},
+                    {"instances", b.rental.instances},
+                    {"gpus_per_instance", b.rental.gpus_per_instance},
                     {"layout", {{"data", L.dp()}, {"tensor", L.tp}, {"pipeline", L.pp}, {"expert", L.ep}, {"zero", L.zero},
                                 {"micro_batch", L.micro_batch}, {"grad_accum", L.grad_accum},
                                 {"recompute", spell<Recompute>(recompute_names, L.recompute)},
@@ -235,11 +235,12 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
                     {"bubble_seconds", b.bubble_seconds},
                     {"exposed_communication_seconds", b.exposed_comm_seconds},
                     {"mfu", b.mfu},
-                    {"usd_per_gpu_hour", b.per_gpu_hour.in(unit::usd_per_hour)},
+                    {"usd_per_gpu_hour", b.rental.per_gpu_hour().in(unit::usd_per_hour)},
                     {"usd", b.cost.in(unit::usd)},
-                    {"price_as_of", b.offering->as_of}});
+                    {"cost", {{"usd", b.cost.in(unit::usd)}, {"instance", instance_json(b.rental)}, {"instances", b.rental.instances}}},
+                    {"price_as_of", b.rental.offering->as_of}});
     rows.push_back({std::to_string(k + 1), b.device->id, std::to_string(L.gpus),
-                    b.offering->provider + " " + b.offering->instance, layout_text(L),
+                    instances_text(b.rental), layout_text(L),
                     fmt::format("{:.1f}/{:.1f}", b.memory.in(unit::bytes) / 1073741824.0, cap / 1073741824.0),
                     duration(b.time.in(unit::seconds)), money(b.cost.in(unit::usd))});
   }
@@ -247,7 +248,7 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
   if (!plan.best.empty()) {
     const auto& w = plan.best.front();
     why = fmt::format("{} × {} on {} is the {} setup that fits with {:.0f}% headroom ({}): {} over {}", w.layout.gpus,
-                      w.device->id, w.offering->provider, req.objective == Objective::cost ? "cheapest" : "fastest",
+                      w.device->id, w.rental.offering->provider, req.objective == Objective::cost ? "cheapest" : "fastest",
                       100 * (1 - w.memory.in(unit::bytes) / w.device->capacity().in(unit::bytes)), layout_text(w.layout),
                       money(w.cost.in(unit::usd)), duration(w.time.in(unit::seconds)));
     if (plan.best.size() > 1) {
@@ -326,7 +327,7 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
   std::optional<Usd> budget;
   if (!c.budget.empty()) budget = parse_usd(c.budget);  // per hour of serving
   if (budget)
-    std::erase_if(plan.best, [&](const ServingCandidate& s) { return s.usd_per_hour > budget->in(unit::usd); });
+    std::erase_if(plan.best, [&](const ServingCandidate& s) { return s.rental.per_hour().in(unit::usd_per_hour) > budget->in(unit::usd); });
 
   nlohmann::json request = request_common(c, spec);
   request["budget_meaning"] = "USD per hour of serving";
@@ -341,12 +342,12 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
     const auto& b = plan.best[k];
     best.push_back({{"rank", k + 1},
                     {"gpu", b.device->id},
-                    {"provider", b.offering->provider},
-                    {"instance", b.offering->instance},
+                    {"provider", b.rental.offering->provider},
+                    {"instance", b.rental.offering->instance},
                     {"tp", b.tp},
                     {"replicas", b.replicas},
                     {"gpus", b.tp * b.replicas},
-                    {"instances", b.instances},
+                    {"instances", b.rental.instances},
                     {"weights", spell<WeightFormat>(weight_format_names, b.weights)},
                     {"kv_dtype", spell<KvDtype>(kv_dtype_names, b.kv)},
                     {"weight_bytes_per_gpu", b.weight_bytes.in(unit::bytes)},
@@ -354,15 +355,17 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
                     {"batch_per_replica", b.batch},
                     {"decode_tokens_per_s", b.decode_tokens_per_s},
                     {"per_token_latency_seconds", b.token_latency.in(unit::seconds)},
-                    {"usd_per_hour", b.usd_per_hour},
+                    {"usd_per_hour", b.rental.per_hour().in(unit::usd_per_hour)},
                     {"usd_per_million_output_tokens", b.usd_per_million_output_tokens},
-                    {"price_as_of", b.offering->as_of}});
+                    {"cost", {{"usd_per_hour", b.rental.per_hour().in(unit::usd_per_hour)}, {"instance", instance_json(b.rental)},
+                              {"instances", b.rental.instances}}},
+                    {"price_as_of", b.rental.offering->as_of}});
     rows.push_back({std::to_string(k + 1), b.device->id, fmt::format("{}×{}", b.replicas, b.tp),
-                    b.offering->provider + " " + b.offering->instance,
+                    instances_text(b.rental),
                     std::string(spell<WeightFormat>(weight_format_names, b.weights)) + "/" +
                         std::string(spell<KvDtype>(kv_dtype_names, b.kv)),
                     fmt::format("{:.0f}", b.decode_tokens_per_s), fmt::format("{:.1f}", 1000 * b.token_latency.in(unit::seconds)),
-                    fmt::format("{:.2f}", b.usd_per_hour), fmt::format("{:.3f}", b.usd_per_million_output_tokens)});
+                    fmt::format("{:.2f}", b.rental.per_hour().in(unit::usd_per_hour)), fmt::format("{:.3f}", b.usd_per_million_output_tokens)});
   }
   std::string why;
   if (!plan.best.empty()) {
@@ -370,7 +373,7 @@ ExitCode run_plan_infer(const PlanOptions& o, std::ostream& out, std::ostream& e
     why = fmt::format("{} replica(s) of {} × {} ({} weights, {} KV) on {}: {:.0f} output tokens/s at {:.1f} ms per token, "
                       "${:.3f} per 1M output tokens",
                       w.replicas, w.tp, w.device->id, spell<WeightFormat>(weight_format_names, w.weights),
-                      spell<KvDtype>(kv_dtype_names, w.kv), w.offering->provider, w.decode_tokens_per_s,
+                      spell<KvDtype>(kv_dtype_names, w.kv), w.rental.offering->provider, w.decode_tokens_per_s,
                       1000 * w.token_latency.in(unit::seconds), w.usd_per_million_output_tokens);
   }
   const nlohmann::json report{{"schema", schema_id},

@@ -75,12 +75,18 @@ ExitCode run_scale(const ScaleOptions& o, std::ostream& out) {
     nlohmann::json price = nullptr;
     if (!o.budget.empty()) {
       const Usd usd = parse_usd(o.budget);
-      const auto priced = price_run(cat, d, 1.0, false, o.provider);
-      if (priced.empty()) throw InputError("no on-demand price for " + d.id + " in the catalog" + (o.provider.empty() ? "" : " at " + o.provider));
-      const auto& best = priced.front();
-      hours = usd.in(unit::usd) / best.per_gpu_hour.in(unit::usd_per_hour);
-      price = {{"usd", usd.in(unit::usd)}, {"usd_per_gpu_hour", best.per_gpu_hour.in(unit::usd_per_hour)},
-               {"offering", best.offering->provider + " " + best.offering->instance}, {"as_of", best.offering->as_of}};
+      // A compute-optimal budget is a pre-training run: priced as train prices one (cost.h) on 8-GPU nodes (the
+      // HGX/DGX boards train's fit table lays runs out on), several of them linked by the network.
+      const Setup run{2 * 8, 8, true};
+      const auto rentals = price_setup(cat, d, run, false, o.provider);
+      if (rentals.empty())
+        throw InputError("no on-demand offering of " + d.id + (o.provider.empty() ? "" : " at " + o.provider) +
+                         " holds an 8-GPU node in one instance");
+      const auto& best = rentals.front();
+      hours = usd.in(unit::usd) / best.per_gpu_hour().in(unit::usd_per_hour);
+      price = {{"usd", usd.in(unit::usd)}, {"usd_per_gpu_hour", best.per_gpu_hour().in(unit::usd_per_hour)},
+               {"offering", best.offering->provider + " " + best.offering->instance}, {"as_of", best.offering->as_of},
+               {"instance", instance_json(best)}};
     }
     if (!(hours > 0) || hours > 1e12) throw InputError("--gpu-hours must be positive");
     budget = Flops(hours * 3600.0 * *peak * mfu);

@@ -282,14 +282,18 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
                     {"mfu", run.mfu},
                     {"hfu", r.mfu > 0 ? nlohmann::json(nullptr) : nlohmann::json(run.hfu)},
                     {"mfu_basis", r.mfu > 0 ? std::string("--mfu") : std::string("implied by the step-time model")}};
-  // Cost: the user's price, else the cheapest matching offering; every alternative is listed.
+  // Cost: the user's price, else the cheapest instances that hold each node of the run whole (cost.h: the node is
+  // what the time above put on one NVLink domain); every alternative is listed.
+  const Setup setup{gpus, gpus / r.nodes, true};
+  const auto rentals = price_setup(cat, *device, setup, r.spot, r.provider);
   nlohmann::json alternatives = nlohmann::json::array();
-  const auto priced = price_run(cat, *device, gpu_hours, r.spot, r.provider);
-  for (const auto& p : priced)
+  for (const auto& p : rentals)
     alternatives.push_back({{"provider", p.offering->provider},
                             {"instance", p.offering->instance},
-                            {"usd_per_gpu_hour", p.per_gpu_hour.in(unit::usd_per_hour)},
-                            {"usd", p.total.in(unit::usd)},
+                            {"instances", p.instances},
+                            {"gpus_per_instance", p.gpus_per_instance},
+                            {"usd_per_gpu_hour", p.per_gpu_hour().in(unit::usd_per_hour)},
+                            {"usd", p.over(Seconds(seconds)).in(unit::usd)},
                             {"spot", p.spot},
                             {"as_of", p.offering->as_of}});
   if (r.price_per_gpu_hour < 0) throw InputError("--price-per-gpu-hour must be positive");
@@ -298,17 +302,21 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
     report["cost"] = {{"usd", usd.in(unit::usd)},
                       {"usd_per_gpu_hour", r.price_per_gpu_hour},
                       {"price_basis", "--price-per-gpu-hour"},
+                      {"instance", nullptr},
+                      {"instances", nullptr},
                       {"alternatives", alternatives}};
-  } else if (!priced.empty()) {
-    const auto& best = priced.front();
-    report["cost"] = {{"usd", best.total.in(unit::usd)},
-                      {"usd_per_gpu_hour", best.per_gpu_hour.in(unit::usd_per_hour)},
-                      {"price_basis", best.offering->provider + " " + best.offering->instance +
-                                          (r.spot ? " (spot)" : " (on-demand)") + ", as of " + best.offering->as_of},
+  } else if (!rentals.empty()) {
+    const auto& best = rentals.front();
+    report["cost"] = {{"usd", best.over(Seconds(seconds)).in(unit::usd)},
+                      {"usd_per_gpu_hour", best.per_gpu_hour().in(unit::usd_per_hour)},
+                      {"price_basis", rental_text(best)},
+                      {"instance", instance_json(best)},
+                      {"instances", best.instances},
                       {"alternatives", alternatives}};
   } else {
-    report["assumptions"].push_back("no " + std::string(r.spot ? "spot" : "on-demand") + " price in the catalog for " +
-                                    device->id + (r.provider.empty() ? "" : " at " + r.provider) +
+    report["assumptions"].push_back("no " + std::string(r.spot ? "spot" : "on-demand") + " offering in the catalog for " +
+                                    device->id + (r.provider.empty() ? "" : " at " + r.provider) + " holds " +
+                                    std::to_string(setup.group) + " GPUs in one instance" +
                                     ": pass --price-per-gpu-hour for cost");
   }
   if (device->tdp_watts) {
@@ -496,16 +504,15 @@ nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog) 
       const auto peak = peak_for(d, compute_format(w.precision));
       if (!rows[i].gpus_needed || !peak) continue;
       const std::int64_t n = std::max(*rows[i].gpus_needed, w.gpus);
-      // The layout of the row on 8-GPU nodes (HGX/DGX boards; the catalog has no per-instance node size here).
+      // The layout of the row on 8-GPU nodes (HGX/DGX boards), priced on instances that hold such a node.
       const TrainingWorkload v = over(n / replica);
       const auto c = training_comms(spec, v, est.stage.layers, est.shape.trainable_on_gpu, &d, 8, network);
       const RunEstimate run = estimate_run(spec, v, d, time, est.shape.trainable_on_gpu, c, tokens, per_token, *peak, o.run.mfu);
       row["run_gpus"] = n;
       row["run_days"] = run.seconds / 86400.0;
-      const auto priced = price_run(cat, d, run.gpu_hours, o.run.spot, o.run.provider);
-      row["run_usd"] = priced.empty() ? nlohmann::json(nullptr) : nlohmann::json(priced.front().total.in(unit::usd));
-      row["run_offering"] = priced.empty() ? nlohmann::json(nullptr)
-                                           : nlohmann::json(priced.front().offering->provider + " " + priced.front().offering->instance);
+      const auto rentals = price_setup(cat, d, Setup{n, std::min<std::int64_t>(n, 8), true}, o.run.spot, o.run.provider);
+      row["run_usd"] = rentals.empty() ? nlohmann::json(nullptr) : nlohmann::json(rentals.front().over(Seconds(run.seconds)).in(unit::usd));
+      row["run_offering"] = rentals.empty() ? nlohmann::json(nullptr) : nlohmann::json(rental_text(rentals.front()));
     }
   }
   return report;

@@ -112,7 +112,7 @@ void fit_lines(const json& r, std::ostream& out) {
     for (const auto& d : r["fit_table"]["devices"])
       if (d.contains("run_usd") && !d["run_usd"].is_null()) priced.push_back(&d);
     std::sort(priced.begin(), priced.end(), [](const json* a, const json* b) { return (*a)["run_usd"].get<double>() < (*b)["run_usd"].get<double>(); });
-    if (!priced.empty()) fmt::print(out, "Cheapest runs (step-time model, cheapest on-demand offering):\n");
+    if (!priced.empty()) fmt::print(out, "Cheapest runs (step-time model, the cheapest instances that hold each 8-GPU node):\n");
     for (std::size_t i = 0; i < priced.size() && i < 5; ++i) {
       const json& d = *priced[i];
       fmt::print(out, "  {:<16} ×{:<5} {:>8.1f} days  ${:>14}  {}\n", d["gpu"].get<std::string>(), d["run_gpus"].get<std::int64_t>(),

@@ -187,6 +187,12 @@ inline Offering parse_offering(Validator& v, const nlohmann::json& o, const std:
   f.source = v.str(o, ptr, "source");
   f.status = v.str(o, ptr, "status", false);
   if (auto c = v.num(o, ptr, "count", true)) f.count = static_cast<int>(*c);
+  if (auto m = v.num(o, ptr, "max_count", false)) {
+    if (*m > 1024 || *m != std::floor(*m) || std::int64_t(*m) < f.count || std::int64_t(*m) % std::max(1, f.count) != 0)
+      v.problem(ptr + "/max_count", "expected a whole multiple of count, at most 1024");
+    else
+      f.max_count = static_cast<int>(*m);
+  }
   if (auto p = v.num(o, ptr, "on_demand_usd_per_hour", false)) f.on_demand = UsdPerHour(*p);
   if (auto p = v.num(o, ptr, "spot_usd_per_hour", false)) f.spot = UsdPerHour(*p);
   if (!f.on_demand && !f.spot) v.problem(ptr, "needs on_demand_usd_per_hour or spot_usd_per_hour");

@@ -1,4 +1,4 @@
-// Cost and energy of a run: USD from GPU-hours × price, kWh from power × time × PUE, CO2 from grid intensity.
+// Cost and energy of a run: USD from the instances a setup rents × their price × time, kWh from power × time × PUE, CO2 from grid intensity.
 #pragma once
 #include <algorithm>
 #include <optional>
@@ -11,32 +11,75 @@
 
 namespace gpuplan {
 
-struct PricedOffering {
-  const Offering* offering = nullptr;  // nullptr: a price the user gave
-  UsdPerHour per_gpu_hour{0};
-  bool spot = false;
-  Usd total{0};
+// One pricing rule for train, infer, plan and scale: a setup is priced on instances someone can rent. The GPUs that
+// must share a machine (a serving replica's tensor × pipeline group; a training run's node, the GPUs its time puts
+// on one NVLink domain) go into one instance of the provider's real sizes; the rest take as many instances as they
+// need, and every GPU of a rented instance is paid for.
+struct Setup {
+  std::int64_t gpus = 1;   // every GPU the run uses
+  std::int64_t group = 1;  // GPUs that must share one instance
+  // The instances exchange gradients or activations every step (training): a run over several instances needs
+  // instances that come in clusters with a fast network.
+  bool linked = false;
 };
 
-// Every offering of the device with a price of the requested kind (spot only where published), cheapest first.
-inline std::vector<PricedOffering> price_run(const Catalog& cat, const Device& device, double gpu_hours, bool spot,
-                                             const std::string& provider = "") {
-  std::vector<PricedOffering> out;
+// The smallest instance a linked run spans several of: providers sell their cluster networking (EFA, InfiniBand,
+// RoCE) with their 8-GPU HGX instances and AWS's 4-GPU g5.12xlarge class, not with single-GPU VMs or pods; plan
+// train's rule since it priced whole instances ("runs beyond one instance use multi-GPU instances").
+inline constexpr int cluster_instance_min_gpus = 4;
+
+// A setup's instances of one offering.
+struct Rental {
+  const Offering* offering = nullptr;
+  int gpus_per_instance = 0;  // the offering's count, or the pod size chosen up to its max_count
+  std::int64_t instances = 0;
+  UsdPerHour per_instance{0};
+  bool spot = false;
+  UsdPerHour per_hour() const { return UsdPerHour(per_instance.in(unit::usd_per_hour) * double(instances)); }
+  UsdPerHour per_gpu_hour() const { return UsdPerHour(per_instance.in(unit::usd_per_hour) / gpus_per_instance); }
+  Usd over(Seconds t) const { return t * per_hour(); }
+};
+
+// The instances of `f` that run the setup; none when the offering has no price of that kind or no instance of it
+// holds the group (or a linked run would span instances too small to come with a cluster network).
+inline std::optional<Rental> rent(const Offering& f, const Setup& s, bool spot) {
+  const auto& price = spot ? f.spot : f.on_demand;
+  if (!price || s.group < 1 || s.gpus < 1) return std::nullopt;
+  const std::int64_t count = std::max(1, f.count);
+  // A fixed size, or (max_count) a pod of `count`..max_count GPUs in steps of count, at count's price per step:
+  // the largest pod the run fills whose GPUs split into whole groups.
+  std::int64_t size = count;
+  if (f.max_count) {
+    size = 0;
+    for (std::int64_t k = std::min<std::int64_t>(*f.max_count, std::max(s.gpus, s.group)); k >= count && size == 0; --k)
+      if (k % count == 0 && k % s.group == 0) size = k;
+  }
+  if (size < s.group) return std::nullopt;
+  const std::int64_t groups = (s.gpus + s.group - 1) / s.group;
+  const std::int64_t per_instance = size / s.group;
+  Rental r;
+  r.offering = &f;
+  r.gpus_per_instance = int(size);
+  r.instances = (groups + per_instance - 1) / per_instance;
+  if (r.instances > 1 && s.linked && size < cluster_instance_min_gpus) return std::nullopt;
+  r.per_instance = UsdPerHour(price->in(unit::usd_per_hour) * double(size / count));
+  r.spot = spot;
+  return r;
+}
+
+// Every offering of the device that runs the setup at a price of the requested kind (spot only where published),
+// cheapest per hour first.
+inline std::vector<Rental> price_setup(const Catalog& cat, const Device& device, const Setup& s, bool spot,
+                                       const std::string& provider = "") {
+  std::vector<Rental> out;
   for (const auto& f : cat.offerings) {
     // An offering this device is not named by is another device's; one it is named by is its own unless an
     // earlier device answers to the same name (the catalog's first match wins).
     if (!device.named(f.accelerator) || cat.find(f.accelerator) != &device) continue;
     if (!provider.empty() && f.provider != provider) continue;
-    const auto& price = spot ? f.spot : f.on_demand;
-    if (!price) continue;
-    PricedOffering p;
-    p.offering = &f;
-    p.spot = spot;
-    p.per_gpu_hour = UsdPerHour(price->in(unit::usd_per_hour) / f.count);
-    p.total = Seconds(gpu_hours * 3600.0) * p.per_gpu_hour;
-    out.push_back(p);
+    if (auto r = rent(f, s, spot)) out.push_back(*r);
   }
-  std::sort(out.begin(), out.end(), [](const PricedOffering& a, const PricedOffering& b) { return a.total < b.total; });
+  std::stable_sort(out.begin(), out.end(), [](const Rental& a, const Rental& b) { return a.per_hour() < b.per_hour(); });
   return out;
 }
 

@@ -80,6 +80,9 @@ struct Offering {
   std::string instance;
   std::string accelerator;  // Device id
   int count = 1;
+  // Pods of count..max_count GPUs in steps of count, each step at the listed price (RunPod: a pod takes 1–8 GPUs of
+  // a type); none: the instance is `count` GPUs.
+  std::optional<int> max_count;
   std::optional<UsdPerHour> on_demand;  // per instance
   std::optional<UsdPerHour> spot;       // only where the provider publishes one
   std::string region;

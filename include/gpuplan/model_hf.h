@@ -224,6 +224,8 @@ inline void read_attention_details(ModelSpec& s, const HfConfig& c, const std::s
   s.qkv_bias = qwen2 || c.boolean("attention_bias", false);  // Qwen2 q/k/v always carry a bias
   // Llama, gpt-oss, Granite and PhiMoE put attention_bias on o_proj too; Qwen2 and GLM-4.5 on q/k/v only.
   s.o_bias = (type == "llama" || type == "gpt_oss" || type.rfind("granite", 0) == 0 || type == "phimoe") && s.qkv_bias;
+  // Seed-OSS names the o_proj bias apart (transformers SeedOssAttention: attention_out_bias, false in its release).
+  if (type == "seed_oss") s.o_bias = c.boolean("attention_out_bias", false);
   s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "qwen3_next" || type == "gemma3_text" ||
               type == "olmo2" || (type == "glm4_moe" && c.boolean("use_qk_norm", false));
   s.qk_norm_full = type == "olmo2";
@@ -309,12 +311,12 @@ inline ModelSpec from_gpt_neox(const HfConfig& c) {
 inline constexpr std::string_view llama_like_types[] = {
     "llama",      "mistral", "mixtral",     "qwen2",   "qwen2_moe",  "qwen3",      "qwen3_moe",        "qwen3_next",
     "gemma",      "gemma2",  "gemma3_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",     "glm4_moe",
-    "gpt_oss",    "olmo2",   "granite",     "granitemoe", "granitemoeshared", "llama4_text"};
+    "gpt_oss",    "olmo2",   "granite",     "granitemoe", "granitemoeshared", "llama4_text", "seed_oss"};
 
 inline constexpr const char* supported_model_types =
     "llama, llama4 (text), mistral, mistral3 (text), mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, "
     "gemma2, gemma3 (text), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, deepseek_v2, deepseek_v3, glm4_moe, gpt_oss, "
-    "olmo2, granite, granitemoe, granitemoeshared";
+    "olmo2, granite, granitemoe, granitemoeshared, seed_oss";
 
 // Parse an HF config object; `where` names it in errors (a path or a preset id).
 inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string& where) {

@@ -196,7 +196,7 @@ struct TrainingPlanRequest {
 
 struct TrainingCandidate {
   const Device* device = nullptr;
-  const Offering* offering = nullptr;
+  Rental rental;                          // the instances rented (cost.h; only .offering set for nearest_memory)
   TrainingLayout layout;
   double screen_bytes = 0;                // the closed-form lower bound
   Bytes memory{0};                        // the full estimate, per GPU (after verification)
@@ -204,8 +204,6 @@ struct TrainingCandidate {
   Seconds time{0};
   double compute_seconds = 0, bubble_seconds = 0, exposed_comm_seconds = 0;
   double mfu = 0;
-  std::int64_t instances = 0;             // whole instances rented (count GPUs each)
-  UsdPerHour per_gpu_hour{0};
   Usd cost{0};
 };
 
@@ -263,7 +261,6 @@ inline void validate(const TrainingPlanRequest& req) {
 struct DeviceChoice {
   const Device* device;
   const Offering* offering;
-  double per_gpu_hour;
   double peak;
   double usable;
 };
@@ -280,12 +277,13 @@ inline std::vector<DeviceChoice> device_choices(const TrainingPlanRequest& req, 
     if (req.gpus.empty() && d.vendor != "NVIDIA" && d.vendor != "AMD") continue;
     const auto peak = peak_for(d, format);
     if (!peak) continue;
-    std::vector<int> sizes;  // price_run sorts cheapest first: keep the first offering of each instance size
-    for (const auto& p : price_run(cat, d, 1.0, req.spot, req.provider)) {
-      if (std::find(sizes.begin(), sizes.end(), p.offering->count) != sizes.end()) continue;
-      sizes.push_back(p.offering->count);
-      choices.push_back({&d, p.offering, p.per_gpu_hour.in(unit::usd_per_hour), *peak,
-                         d.capacity().in(unit::bytes) * (1 - req.headroom)});
+    // price_setup sorts cheapest first (per GPU, for one GPU of each): keep the first offering of each instance size.
+    std::vector<std::pair<int, std::optional<int>>> sizes;
+    for (const auto& p : price_setup(cat, d, Setup{}, req.spot, req.provider)) {
+      const std::pair<int, std::optional<int>> size{p.offering->count, p.offering->max_count};
+      if (std::find(sizes.begin(), sizes.end(), size) != sizes.end()) continue;
+      sizes.push_back(size);
+      choices.push_back({&d, p.offering, *peak, d.capacity().in(unit::bytes) * (1 - req.headroom)});
     }
   }
   for (const auto& g : req.gpus) cat.get(g);  // unknown ids are usage errors
@@ -405,12 +403,13 @@ inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const T
                                                      LayoutStages& stages, const TrainingLayout& L, double screen_bytes,
                                                      const LayoutWork& k, const DeviceChoice& ch, double model_flops) {
   if (screen_bytes > ch.usable) return std::nullopt;
-  const std::int64_t node = std::max<std::int64_t>(1, ch.offering->count);
-  if (L.tp > node) return std::nullopt;
-  if (L.gpus > node && node < 4) return std::nullopt;  // beyond one instance: multi-GPU instances (4+) only
+  // The pricing rule (cost.h): the tensor-parallel group inside one instance, instances linked by the network.
+  const auto rental = rent(*ch.offering, Setup{L.gpus, L.tp, true}, req.spot);
+  if (!rental) return std::nullopt;
+  const std::int64_t node = rental->gpus_per_instance;
   TrainingCandidate c;
   c.device = ch.device;
-  c.offering = ch.offering;
+  c.rental = *rental;
   c.layout = L;
   c.screen_bytes = screen_bytes;
   if (req.mfu) {
@@ -442,9 +441,7 @@ inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const T
     c.time = Seconds(k.steps * st.total);
   }
   c.mfu = model_flops / (c.time.in(unit::seconds) * double(L.gpus) * ch.peak);
-  c.instances = (L.gpus + node - 1) / node;
-  c.per_gpu_hour = UsdPerHour(ch.per_gpu_hour);
-  c.cost = Usd(double(c.instances * node) * ch.per_gpu_hour * c.time.in(unit::seconds) / 3600.0);
+  c.cost = rental->over(c.time);
   return c;
 }
 
@@ -492,8 +489,9 @@ inline std::vector<std::string> training_plan_assumptions(const TrainingPlanRequ
                "only pre-selects, and candidates over the headroom are dropped (" + std::to_string(plan.rejected) +
                " here)");
   as.push_back("cost: whole instances at the offering's " + std::string(req.spot ? "spot" : "on-demand") +
-               " price, for the run's wall time");
-  as.push_back("runs beyond one instance use multi-GPU instances (4+ accelerators) with the network at " +
+               " price, for the run's wall time; a tensor-parallel group inside one instance");
+  as.push_back("runs beyond one instance use multi-GPU instances (" + std::to_string(cluster_instance_min_gpus) +
+               "+ accelerators) with the network at " +
                std::to_string(std::llround((req.network ? req.network->in(unit::bytes_per_s) : default_network_bytes_per_s) / 1e9)) +
                " GB/s per GPU; single-accelerator instances only for single-instance runs");
   as.push_back(req.gpus.empty() ? "accelerators: NVIDIA and AMD (PyTorch's CUDA/ROCm stack, which the memory profile models); "
@@ -538,7 +536,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
       if (bytes > ch.usable && (!nearest_memory || bytes / ch.usable < memory_ratio)) {
         nearest_memory.emplace();
         nearest_memory->device = ch.device;
-        nearest_memory->offering = ch.offering;
+        nearest_memory->rental.offering = ch.offering;
         nearest_memory->layout = L;
         nearest_memory->screen_bytes = bytes;
         memory_ratio = bytes / ch.usable;
@@ -610,8 +608,8 @@ struct ServingPlanRequest {
 
 struct ServingCandidate {
   const Device* device = nullptr;
-  const Offering* offering = nullptr;
-  std::int64_t tp = 1, replicas = 1, instances = 1;
+  Rental rental;                           // the instances the replicas run on (cost.h)
+  std::int64_t tp = 1, replicas = 1;
   WeightFormat weights = WeightFormat::bf16;
   KvDtype kv = KvDtype::bf16;
   Bytes weight_bytes{0};                   // per GPU
@@ -620,7 +618,6 @@ struct ServingCandidate {
   double decode_tokens_per_s = 0;          // all replicas
   Seconds token_latency{0};
   Seconds time_to_first_token{0};
-  double usd_per_hour = 0;
   double usd_per_million_output_tokens = 0;
 };
 
@@ -649,14 +646,9 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
     if (!req.gpus.empty() &&
         std::none_of(req.gpus.begin(), req.gpus.end(), [&](const std::string& g) { return cat.find(g) == &d; }))
       continue;
-    // The cheapest offering of the device (per GPU); instances of its size.
-    const auto priced = price_run(cat, d, 1.0, req.spot, req.provider);
-    if (priced.empty()) continue;
-    const Offering* offering = priced.front().offering;
-    const double per_gpu = priced.front().per_gpu_hour.in(unit::usd_per_hour);
-    const std::int64_t node = std::max(1, offering->count);
+    if (price_setup(cat, d, Setup{}, req.spot, req.provider).empty()) continue;  // no offering of the device
     for (std::int64_t tp : {1, 2, 4, 8}) {
-      if (tp > node || serving_tp_problem(s, InferenceWorkload{}, tp)) continue;  // vLLM's head divisibility
+      if (serving_tp_problem(s, InferenceWorkload{}, tp)) continue;  // vLLM's head divisibility
       for (WeightFormat wf : req.weights) {
         if (!serving_peak(d, wf).first) continue;
         for (KvDtype kv : req.kv) {
@@ -703,12 +695,14 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
           if (req.tokens_per_second)
             replicas = std::max<std::int64_t>(replicas, std::int64_t(std::ceil(*req.tokens_per_second / th.decode_tokens_per_s)));
           if (replicas * tp > req.max_gpus) continue;
+          // The pricing rule (cost.h): each replica's tensor-parallel group inside one instance, the cheapest such.
+          const auto rentals = price_setup(cat, d, Setup{replicas * tp, tp, false}, req.spot, req.provider);
+          if (rentals.empty()) continue;
           ServingCandidate c;
           c.device = &d;
-          c.offering = offering;
+          c.rental = rentals.front();
           c.tp = tp;
           c.replicas = replicas;
-          c.instances = (replicas * tp + node - 1) / node;
           c.weights = e.weights;
           c.kv = e.kv;
           c.weight_bytes = e.weight_bytes;
@@ -717,8 +711,7 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
           c.decode_tokens_per_s = double(replicas) * th.decode_tokens_per_s;
           c.token_latency = th.decode_step;
           c.time_to_first_token = Seconds(th.prefill.in(unit::seconds) / double(b));  // one prompt's share
-          c.usd_per_hour = double(c.instances * node) * per_gpu;
-          c.usd_per_million_output_tokens = c.usd_per_hour / (c.decode_tokens_per_s * 3600.0) * 1e6;
+          c.usd_per_million_output_tokens = c.rental.per_hour().in(unit::usd_per_hour) / (c.decode_tokens_per_s * 3600.0) * 1e6;
           plan.best.push_back(c);
         }
       }
@@ -744,8 +737,9 @@ inline ServingPlan plan_serving(const ModelSpec& s, const ServingPlanRequest& re
   plan.assumptions.push_back("throughput: roofline at " + std::to_string(int(req.efficiency.memory * 100)) +
                              "% of memory bandwidth and " + std::to_string(int(req.efficiency.compute * 100)) +
                              "% of peak FLOP/s; decode reads the cache at its average length");
-  plan.assumptions.push_back("cost: whole instances of the cheapest " + std::string(req.spot ? "spot" : "on-demand") +
-                             " offering; $ per 1M output tokens at the planned load");
+  plan.assumptions.push_back("cost: the cheapest " + std::string(req.spot ? "spot" : "on-demand") +
+                             " instances that hold each replica's tensor-parallel group, every GPU of them paid; $ per 1M "
+                             "output tokens at the planned load");
   plan.assumptions.push_back("quantised formats change quality: compare evaluations before choosing one");
   return plan;
 }

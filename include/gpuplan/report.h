@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -231,6 +232,7 @@ inline nlohmann::json offering_json(const Offering& f) {
           {"instance", f.instance},
           {"accelerator", f.accelerator},
           {"count", f.count},
+          {"max_count", f.max_count ? nlohmann::json(*f.max_count) : nlohmann::json(nullptr)},
           {"on_demand_usd_per_hour", usd(f.on_demand)},
           {"on_demand_usd_per_accelerator_hour", usd(f.per_accelerator_on_demand())},
           {"spot_usd_per_hour", usd(f.spot)},
@@ -238,6 +240,30 @@ inline nlohmann::json offering_json(const Offering& f) {
           {"as_of", f.as_of},
           {"source", f.source},
           {"status", f.status}};
+}
+
+// cost.instance: the instance a price rests on, its size as rented, its price per hour and date.
+inline nlohmann::json instance_json(const Rental& r) {
+  return {{"provider", r.offering->provider},
+          {"name", r.offering->instance},
+          {"gpus", r.gpus_per_instance},
+          {"usd_per_hour", r.per_instance.in(unit::usd_per_hour)},
+          {"spot", r.spot},
+          {"as_of", r.offering->as_of}};
+}
+
+// "2 × aws g6e.12xlarge" (a pod of up to max_count GPUs: "2 × runpod Secure H100 SXM ×4"): a plan row's offering.
+inline std::string instances_text(const Rental& r) {
+  return std::to_string(r.instances) + " × " + r.offering->provider + " " + r.offering->instance +
+         (r.offering->max_count ? " ×" + std::to_string(r.gpus_per_instance) : "");
+}
+
+// "2 × aws g6e.12xlarge (4 GPUs, $10.49/h each, on-demand), as of 2026-09-24": the price basis a cost rests on.
+inline std::string rental_text(const Rental& r) {
+  char usd[32];
+  std::snprintf(usd, sizeof usd, "%.2f", r.per_instance.in(unit::usd_per_hour));
+  return instances_text(r) + " (" + std::to_string(r.gpus_per_instance) + (r.gpus_per_instance == 1 ? " GPU, $" : " GPUs, $") +
+         usd + "/h each, " + (r.spot ? "spot" : "on-demand") + "), as of " + r.offering->as_of;
 }
 
 inline nlohmann::json fit_json(const FitVerdict& v, std::int64_t gpus) {

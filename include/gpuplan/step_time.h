@@ -148,6 +148,7 @@ struct PassTime {
   double gemm = 0, attention = 0, memory = 0, host = 0;
   double gpu() const { return gemm + attention + memory; }
   double wall() const { return std::max(gpu(), host); }  // the host issues ahead while the GPU is busier
+  double host_excess() const { return std::max(0.0, host - gpu()); }  // wall() − gpu(), never a rounding residue
 };
 
 // A matmul's roofline as a sum: its FLOPs at the tensor rate plus the bytes it moves at the memory rate, so that
@@ -556,21 +557,27 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
   StepTime t;
   t.kernels = kernels;
   double slot = -1;
+  double host = 0;  // of the slot: the host's time beyond the GPU's (eager launches, the Python loop)
   PassTime fwd, bwd;
   for (const auto& sw : stages) {
     const PassTime f = pass_time(sw.work.forward, rates), b = pass_time(sw.work.backward, rates);
     const double this_slot = f.wall() + b.wall() + sw.work.loop_ops * rates.host_op;
     if (this_slot > slot) {
       slot = this_slot;
+      host = f.host_excess() + b.host_excess() + sw.work.loop_ops * rates.host_op;
       fwd = f;
       bwd = b;
       t.slowest_stage = sw.stage;
       t.hardware_flops = sw.work.matmul_flops + sw.work.attention_flops;
     }
   }
-  // Activation offloading's copies beyond what the micro-batch's compute covers.
-  if (in.model) slot += activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp)),
-                                                   fwd.gpu() + bwd.gpu());
+  // Activation offloading's copies beyond what the micro-batch's compute covers (counted with the host's share:
+  // neither is a kernel of the GPU's).
+  const double offload =
+      in.model ? activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp)),
+                                            fwd.gpu() + bwd.gpu())
+               : 0.0;
+  slot += offload;
   const double m = double(w.grad_accum);
   // Hiding the expert all-to-all behind compute takes streaming multiprocessors from the compute kernels: DeepSeek-V3
   // dedicates 20 of the H800's 132 SMs to communication (technical report §3.2.2): compute runs 132/112 as long.
@@ -581,7 +588,8 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
   t.matmul = m * slowdown * (fwd.gemm + bwd.gemm);
   t.attention = m * slowdown * (fwd.attention + bwd.attention);
   t.memory_bound = m * slowdown * (fwd.memory + bwd.memory);
-  t.host_bound = t.compute - (t.matmul + t.attention + t.memory_bound);
+  // From its own non-negative parts, not compute minus the rest (whose rounding left −7e-18 s).
+  t.host_bound = m * slowdown * (host + offload);
   t.hardware_flops *= m;
   // Communication per step, by how it overlaps.
   t.tensor_comm = o.tp_overlap ? 0.0 : in.comms.tensor;

@@ -157,7 +157,7 @@ void fields(Ar& ar, T& d) {
 
 template <class Ar, either<Offering> T>
 void fields(Ar& ar, T& f) {
-  ar(f.provider, f.instance, f.accelerator, f.count, f.on_demand, f.spot, f.region, f.as_of, f.source, f.status,
+  ar(f.provider, f.instance, f.accelerator, f.count, f.max_count, f.on_demand, f.spot, f.region, f.as_of, f.source, f.status,
      f.origin);
 }
 

@@ -275,8 +275,89 @@ TEST_CASE("cli: train with --gpu reports compute, time, cost and energy", "[cli]
   j = nlohmann::json::parse(r.out);
   CHECK(j["time"]["mfu"] == 0.5);
   CHECK(j["cost"]["usd_per_gpu_hour"] == 2.0);
+  // Every part of the step is non-negative (host_bound_seconds was compute minus the kernels: −6.9e-18 here).
+  r = run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--price-per-gpu-hour", "2", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  REQUIRE(j["time"]["step"].size() == 11);
+  for (const auto& [k, v] : j["time"]["step"].items()) {
+    INFO(k);
+    CHECK(v.get<double>() >= 0);
+  }
   CHECK(run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--mfu", "2"}).code == ExitCode::usage);
   CHECK(run_cli({"train", "--model", "llama-3.2-1b", "--tokens", "1T", "--epochs", "2"}).code == ExitCode::usage);
+}
+
+// One pricing rule (cost.h): each node of a training run, each serving replica's tensor-parallel group, inside one
+// instance of a real size; the JSON names the instance.
+TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
+  auto seconds_cost = [](const nlohmann::json& c, double seconds) {
+    return c["instance"]["usd_per_hour"].get<double>() * c["instances"].get<double>() * seconds / 3600;
+  };
+  // 8 H100 training together: one 8-GPU instance, not eight single-GPU offerings.
+  auto r = run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "8", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"]["instance"]["gpus"].get<int>() >= 8);
+  CHECK(j["cost"]["instances"] == 1);
+  CHECK(j["cost"]["usd"].get<double>() == Approx(seconds_cost(j["cost"], j["time"]["seconds"].get<double>())));
+  for (const auto& a : j["cost"]["alternatives"]) CHECK(a["gpus_per_instance"].get<int>() >= 8);
+  // 16 nodes of 8: 16 instances of 8 GPUs or more.
+  r = run_cli({"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus", "8", "--nodes", "16", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"]["instance"]["gpus"] == 8);
+  CHECK(j["cost"]["instances"] == 16);
+  CHECK(j["cost"]["usd"].get<double>() == Approx(seconds_cost(j["cost"], j["time"]["seconds"].get<double>())));
+  // A tensor-parallel pair of L40S: one instance of two GPUs or more.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "2", "--gpu", "l40s", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"]["instance"]["gpus"].get<int>() >= 2);
+  CHECK(j["cost"]["instances"] == 1);
+  CHECK(j["cost"]["usd_per_hour"].get<double>() == Approx(j["cost"]["instance"]["usd_per_hour"].get<double>()));
+  // The user's own price rests on no instance.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "2", "--gpu", "l40s", "--price-per-gpu-hour", "1.5", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"]["usd_per_hour"] == 3.0);
+  CHECK(j["cost"]["instance"].is_null());
+  // A provider with no instance that holds the group prices nothing, and says why.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--tp", "2", "--gpu", "l40s", "--provider", "coreweave", "--format", "json"});
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["cost"].is_null());
+  CHECK_THAT(j["assumptions"].dump(), Catch::Contains("holds 2 GPUs in one instance"));
+}
+
+TEST_CASE("cli: train prices plan train's setups as plan train does", "[cli][cost][plan]") {
+  auto r = run_cli({"plan", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "--top", "5", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto plan = nlohmann::json::parse(r.out);
+  int compared = 0, multi = 0;
+  for (const auto& b : plan["best"]) {
+    const auto& L = b["layout"];
+    if (L["pipeline"] != 1 || L["expert"] != 1) continue;  // flags below: data × tensor parallelism
+    const std::int64_t per_node = std::min(b["gpus"].get<std::int64_t>(), b["gpus_per_instance"].get<std::int64_t>());
+    const std::string zero = std::to_string(L["zero"].get<int>());
+    std::vector<std::string> args{"train", "--model", "llama-3.2-1b", "--gpu", "h100", "--format", "json",
+                                  "--tokens", std::to_string(plan["request"]["tokens"].get<std::int64_t>()),
+                                  "--gpus", std::to_string(per_node),
+                                  "--nodes", std::to_string(b["gpus"].get<std::int64_t>() / per_node),
+                                  "--tp", std::to_string(L["tensor"].get<int>()), "--zero", zero,
+                                  "--batch", std::to_string(L["micro_batch"].get<int>()),
+                                  "--grad-accum", std::to_string(L["grad_accum"].get<int>()),
+                                  "--recompute", L["recompute"].get<std::string>()};
+    if (L["offload"] != "none") continue;
+    INFO(b.dump());
+    const auto t = run_cli(args);
+    REQUIRE(t.code == ExitCode::ok);
+    const auto j = nlohmann::json::parse(t.out);
+    CHECK(j["cost"]["instance"]["name"] == b["instance"]);
+    CHECK(j["cost"]["instances"] == b["instances"]);
+    CHECK(j["time"]["seconds"].get<double>() == Approx(b["seconds"].get<double>()).epsilon(1e-6));
+    CHECK(j["cost"]["usd"].get<double>() == Approx(b["usd"].get<double>()).epsilon(1e-6));
+    ++compared;
+    multi += b["instances"].get<int>() > 1;
+  }
+  CHECK(compared >= 3);
+  CHECK(multi >= 1);
 }
 
 TEST_CASE("cli: scale", "[cli][compute]") {

@@ -102,7 +102,9 @@ def vllm_predicted(r):
 
 def sglang_command(binary, c):
     s = c["settings"]
-    args = [binary, "infer", "--model", c["model"], "--profile", "sglang"] + device_args(c) + [
+    model = c["model"]
+    src = ["--config", os.path.join(ROOT, model)] if model.endswith(".json") else ["--model", model]
+    args = [binary, "infer"] + src + ["--profile", "sglang"] + device_args(c) + [
             "--tp", str(s["tensor_parallel_size"]), "--context", str(s["context_length"]), "--format", "json"]
     if s.get("mem_fraction_static"):
         args += ["--mem-fraction-static", str(s["mem_fraction_static"])]

@@ -66,7 +66,7 @@ TEST_CASE("training_flops: Llama 2 7B's 184,320 A100-hours imply 44.5 % MFU", "[
   CHECK(implied == Approx(0.4452).epsilon(0.001));
 }
 
-TEST_CASE("run_energy and price_run", "[cost]") {
+TEST_CASE("run_energy", "[cost]") {
   // 1000 GPU-hours at 700 W × 1.0 × PUE 1.2 = 840 kWh; at 0.4 kg/kWh 336 kg CO2.
   EnergyAssumptions a;
   a.grid_kg_per_kwh = 0.4;
@@ -75,19 +75,73 @@ TEST_CASE("run_energy and price_run", "[cost]") {
   CHECK(*e.co2_kg == Approx(336));
   a.pue = 0.5;
   CHECK_THROWS_AS(run_energy(1000, 700, a), InputError);
-  // Cheapest H100 offering first; p5.48xlarge $55.04 for 8 GPUs = $6.88/GPU-h.
-  const Catalog& cat = builtin_catalog();
-  const auto priced = price_run(cat, cat.get("h100-sxm"), 100.0, false);
-  REQUIRE(priced.size() >= 5);
-  for (std::size_t i = 1; i < priced.size(); ++i) CHECK(priced[i - 1].total <= priced[i].total);
-  const auto aws = price_run(cat, cat.get("h100-sxm"), 100.0, false, "aws");
-  CHECK(aws.front().per_gpu_hour.in(unit::usd_per_hour) == Approx(6.88));
-  CHECK(aws.front().total.in(unit::usd) == Approx(688.0));
-  // Spot only where published: none for H100 at AWS in the catalog.
-  CHECK(price_run(cat, cat.get("h100-sxm"), 100.0, true, "aws").empty());
 }
 
-TEST_CASE("price_run: an offering is a device's when the catalog's first match for its name is that device", "[cost]") {
+TEST_CASE("price_setup: a group inside one instance, replicas on as many as they need", "[cost]") {
+  Catalog c;
+  Device d;
+  d.id = "gpu";
+  c.devices = {d};
+  auto offer = [](const char* name, int count, double usd, std::optional<int> max_count = std::nullopt) {
+    Offering o;
+    o.provider = name[0] == 'p' ? "pods" : "cloud";
+    o.instance = name;
+    o.accelerator = "gpu";
+    o.count = count;
+    o.max_count = max_count;
+    o.on_demand = UsdPerHour(usd);
+    return o;
+  };
+  // A 1-GPU VM at $2/h, an 8-GPU instance at $24/h ($3 a GPU), pods of 1–8 GPUs at $2.50 a GPU.
+  c.offerings = {offer("vm1", 1, 2.0), offer("node8", 8, 24.0), offer("pod", 1, 2.5, 8)};
+  auto prices = [&](Setup s, const std::string& provider = "") {
+    std::vector<std::pair<std::string, double>> out;  // instance × count, $/h of the whole setup
+    for (const auto& r : price_setup(c, c.devices[0], s, false, provider))
+      out.push_back({std::to_string(r.instances) + "x" + r.offering->instance + ":" + std::to_string(r.gpus_per_instance),
+                     r.per_hour().in(unit::usd_per_hour)});
+    return out;
+  };
+  using P = std::vector<std::pair<std::string, double>>;
+  // One GPU: the VM ($2), a pod of one ($2.50), the whole 8-GPU instance ($24).
+  CHECK(prices({1, 1, false}) == P{{"1xvm1:1", 2.0}, {"1xpod:1", 2.5}, {"1xnode8:8", 24.0}});
+  // A tensor-parallel pair cannot be split over two VMs: a pod of 2 ($5), else the 8-GPU instance.
+  CHECK(prices({2, 2, false}) == P{{"1xpod:2", 5.0}, {"1xnode8:8", 24.0}});
+  // Three independent replicas: three VMs ($6), a pod of 3 ($7.50), one 8-GPU instance.
+  CHECK(prices({3, 1, false}) == P{{"3xvm1:1", 6.0}, {"1xpod:3", 7.5}, {"1xnode8:8", 24.0}});
+  // Training on 2 nodes of 8: two pods of 8 ($40) or two instances ($48); VMs hold no node.
+  CHECK(prices({16, 8, true}) == P{{"2xpod:8", 40.0}, {"2xnode8:8", 48.0}});
+  // Eight linked data-parallel GPUs: not over eight single-GPU VMs (no cluster network), but in one pod or node.
+  CHECK(prices({8, 1, true}) == P{{"1xpod:8", 20.0}, {"1xnode8:8", 24.0}});
+  // More than a pod holds, linked: pods of 8 (the largest), 3 of them for 20 GPUs.
+  CHECK(prices({20, 4, true}) == P{{"3xpod:8", 60.0}, {"3xnode8:8", 72.0}});
+  // A group larger than any instance: nothing to rent.
+  CHECK(prices({16, 16, true}).empty());
+  CHECK(prices({1, 1, false}, "pods") == P{{"1xpod:1", 2.5}});
+  // Spot only where published.
+  CHECK(price_setup(c, c.devices[0], {1, 1, false}, true).empty());
+  // Every GPU of a rented instance is paid: a pair on the 8-GPU instance costs $24/h, $3 per GPU it holds.
+  const Rental r = *rent(c.offerings[1], {2, 2, false}, false);
+  CHECK(r.per_gpu_hour().in(unit::usd_per_hour) == Approx(3.0));
+  CHECK(r.over(Seconds(1800)).in(unit::usd) == Approx(12.0));
+}
+
+TEST_CASE("price_setup on the built-in catalog: 8 H100 in one node", "[cost]") {
+  const Catalog& cat = builtin_catalog();
+  // At AWS: p5.48xlarge ($55.04 for 8); the 1-GPU p5.4xlarge holds no 8-GPU node.
+  const auto aws = price_setup(cat, cat.get("h100-sxm"), {8, 8, true}, false, "aws");
+  REQUIRE(aws.size() == 1);
+  CHECK(aws.front().offering->instance == "p5.48xlarge");
+  CHECK(aws.front().per_hour().in(unit::usd_per_hour) == Approx(55.04));
+  CHECK(aws.front().per_gpu_hour().in(unit::usd_per_hour) == Approx(6.88));
+  // Every offering that holds it, cheapest first.
+  const auto all = price_setup(cat, cat.get("h100-sxm"), {8, 8, true}, false);
+  REQUIRE(all.size() >= 3);
+  for (std::size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1].per_hour() <= all[i].per_hour());
+  for (const auto& r : all) CHECK(r.gpus_per_instance >= 8);
+  CHECK(price_setup(cat, cat.get("h100-sxm"), {1, 1, false}, true, "aws").empty());
+}
+
+TEST_CASE("price_setup: an offering is a device's when the catalog's first match for its name is that device", "[cost]") {
   Catalog c;
   Device a, b;
   a.id = "gpu-a";
@@ -103,15 +157,15 @@ TEST_CASE("price_run: an offering is a device's when the catalog's first match f
     return o;
   };
   c.offerings = {offer("GPU-A", 1), offer("SHARED", 2), offer("Bee", 3), offer("gpu-b", 4)};
-  const auto for_a = price_run(c, c.devices[0], 1.0, false);
-  const auto for_b = price_run(c, c.devices[1], 1.0, false);
+  const auto for_a = price_setup(c, c.devices[0], Setup{}, false);
+  const auto for_b = price_setup(c, c.devices[1], Setup{}, false);
   // Names ignore case; "shared" answers to both devices, and the catalog's first match (gpu-a) takes it.
   REQUIRE(for_a.size() == 2);
-  CHECK(for_a[0].per_gpu_hour.in(unit::usd_per_hour) == 1);
-  CHECK(for_a[1].per_gpu_hour.in(unit::usd_per_hour) == 2);
+  CHECK(for_a[0].per_gpu_hour().in(unit::usd_per_hour) == 1);
+  CHECK(for_a[1].per_gpu_hour().in(unit::usd_per_hour) == 2);
   REQUIRE(for_b.size() == 2);
-  CHECK(for_b[0].per_gpu_hour.in(unit::usd_per_hour) == 3);
-  CHECK(for_b[1].per_gpu_hour.in(unit::usd_per_hour) == 4);
+  CHECK(for_b[0].per_gpu_hour().in(unit::usd_per_hour) == 3);
+  CHECK(for_b[1].per_gpu_hour().in(unit::usd_per_hour) == 4);
 }
 
 TEST_CASE("training_flops: a LoRA step needs 4 FLOPs per frozen parameter and 6 per adapter parameter", "[compute]") {

@@ -68,8 +68,9 @@ TEST_CASE("plan_training: time and cost arithmetic on a one-offering catalog", "
     CHECK(c.mfu > 0.2);
     CHECK(c.mfu < 0.7);
     // Whole 8-GPU instances at $2 per GPU-hour for the wall time.
-    CHECK(c.instances == (c.layout.gpus + 7) / 8);
-    CHECK(c.cost.in(unit::usd) == Approx(double(c.instances * 8) * 2.0 * c.time.in(unit::seconds) / 3600));
+    CHECK(c.rental.instances == (c.layout.gpus + 7) / 8);
+    CHECK(c.rental.gpus_per_instance == 8);
+    CHECK(c.cost.in(unit::usd) == Approx(double(c.rental.instances * 8) * 2.0 * c.time.in(unit::seconds) / 3600));
     // Verified: the full estimate within the 10 % headroom.
     CHECK(b(c.memory) <= 0.9 * b(cat.devices.front().capacity()));
     CHECK(b(c.memory) == b(estimate_training_memory(s, as_workload(req.base, c.layout)).memory.total));
@@ -96,7 +97,7 @@ TEST_CASE("plan_training: constraints are honoured", "[plan]") {
   for (const auto& c : plan.best) {
     CHECK(c.layout.gpus <= 256);
     CHECK((c.device->id == "h100-sxm" || c.device->id == "a100-80gb-sxm"));
-    CHECK(c.offering->provider == "lambda");
+    CHECK(c.rental.offering->provider == "lambda");
     CHECK(c.time.in(unit::seconds) <= 120 * 86400.0);
   }
   // By time: the fastest first, and a budget caps the cost.
@@ -128,7 +129,11 @@ TEST_CASE("plan_serving: the target is met by every setup", "[plan]") {
   for (const auto& c : plan.best) {
     CHECK(c.decode_tokens_per_s >= 10000);
     CHECK(c.token_latency.in(unit::seconds) <= 0.040);
-    CHECK(c.usd_per_million_output_tokens == Approx(c.usd_per_hour / (c.decode_tokens_per_s * 3600) * 1e6));
+    CHECK(c.usd_per_million_output_tokens ==
+          Approx(c.rental.per_hour().in(unit::usd_per_hour) / (c.decode_tokens_per_s * 3600) * 1e6));
+    // Each replica's tensor-parallel group inside one instance; as many instances as the replicas need.
+    CHECK(c.rental.gpus_per_instance >= c.tp);
+    CHECK(c.rental.instances * (c.rental.gpus_per_instance / c.tp) >= c.replicas);
   }
   for (std::size_t i = 1; i < plan.best.size(); ++i)
     CHECK(plan.best[i - 1].usd_per_million_output_tokens <= plan.best[i].usd_per_million_output_tokens);
@@ -229,8 +234,8 @@ TEST_CASE("plan steps: an offering that cannot host a layout prices nothing", "[
   const auto c = detail::price_layout(s, req, stages, L, choices[0].usable * 0.5, work, choices[0], 1e20);
   REQUIRE(c);
   CHECK(c->time.in(unit::seconds) > 0);
-  CHECK(c->cost.in(unit::usd) == Approx(double(c->instances * choices[0].offering->count) *
-                                         choices[0].per_gpu_hour * c->time.in(unit::seconds) / 3600));
+  CHECK(c->rental.instances == 1);
+  CHECK(c->cost.in(unit::usd) == Approx(16.0 * c->time.in(unit::seconds) / 3600));  // one 8-GPU instance at $16/h
   L.tp = 16;  // tensor parallelism beyond one instance's GPUs
   CHECK(detail::price_layout(s, req, stages, L, 0, work, choices[0], 1e20) == std::nullopt);
 }

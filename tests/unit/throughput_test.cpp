@@ -55,12 +55,12 @@ TEST_CASE("serving_throughput: eager generate is never faster than its host issu
   CHECK(hf.decode_host_bound);
   CHECK_FALSE(hf.decode_compute_bound);
   // vLLM replays the step from a CUDA graph: no eager host, but 16 layers × 11 kernels × 11,000 cycles at the
-  // 1.8 GHz assumed for a device without a catalog clock (0.98 ms) and the host's 1.4 ms between steps.
+  // H100 SXM's 1.98 GHz boost clock (0.98 ms) and the host's 1.4 ms between steps.
   const auto graphs = serving_throughput(m, h100, WeightFormat::bf16, wbytes, 32'768, 1, 16, 100, 1, e, Profile::vllm);
   CHECK_FALSE(graphs.decode_host_bound);
-  CHECK(graphs.decode_overhead.in(unit::seconds) == Approx(1.4e-3 + 16 * 11 * 11'000 / 1.8e9));
+  CHECK(graphs.decode_overhead.in(unit::seconds) == Approx(1.4e-3 + 16 * 11 * 11'000 / 1.98e9));
   CHECK(graphs.decode_step.in(unit::seconds) ==
-        Approx((wbytes + 100 * 32'768.0) / (0.9 * 3.35e12) + 1.4e-3 + 16 * 11 * 11'000 / 1.8e9));
+        Approx((wbytes + 100 * 32'768.0) / (0.9 * 3.35e12) + 1.4e-3 + 16 * 11 * 11'000 / 1.98e9));
   CHECK(graphs.decode_overhead_bound);  // 2.38 ms of overhead against 0.82 ms of reads
 }
 

@@ -118,9 +118,11 @@ TEST_CASE("SGLang: mem_fraction_static by its heuristic, the token pool by profi
 TEST_CASE("engine versions: X.Y[.Z], llama.cpp builds, and the release rows they pick", "[engines]") {
   CHECK(parse_engine_version("0.10", false) == EngineVersion{0, 10, 0});
   CHECK(parse_engine_version("v0.8.5.post1", false) == EngineVersion{0, 8, 5});
+  CHECK(parse_engine_version("0.6.5.dev", false) == EngineVersion{0, 6, 5});
+  CHECK(parse_engine_version("0.7.1.dev123+g1234abc", false) == EngineVersion{0, 7, 1});
   CHECK(parse_engine_version("b4343", true) == EngineVersion{4343, 0, 0});
   CHECK(parse_engine_version("4343", true) == EngineVersion{4343, 0, 0});
-  for (const char* bad : {"", "0", "0.", "x.1", "0.1.2.3", "1..2", "0.-1"}) CHECK_THROWS_AS(parse_engine_version(bad, false), InputError);
+  for (const char* bad : {"", "0", "0.", "x.1", "0.1.2.3", "1..2", "0.-1", "0.6.5.de", "0.6.5.po"}) CHECK_THROWS_AS(parse_engine_version(bad, false), InputError);
   for (const char* bad : {"", "b", "b12x", "0.1"}) CHECK_THROWS_AS(parse_engine_version(bad, true), InputError);
   // A version picks the last row at or below it; before the first row is refused.
   CHECK(vllm_release(EngineVersion{0, 12, 1}).from == EngineVersion{0, 10, 0});
@@ -169,7 +171,7 @@ TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and
 
 TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release and interconnect", "[engines][vllm]") {
   const ModelSpec s = find_preset("llama-3.1-8b").spec;
-  // torch.sort top-k/top-p (before 0.16) holds 36 B per logit beside the bf16 logits, the Triton kernel 13.
+  // torch.sort top-k/top-p (before 0.17) holds 36 B per logit beside the bf16 logits, the Triton kernel 13.
   const double sort = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 11, 0}));
   const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(std::nullopt));
   CHECK(sort - triton == Approx((36.0 - 13.0) * 1024 * 128'256));
@@ -180,6 +182,11 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch) == Approx(2.1 * kGiB));
   CHECK(vllm_non_torch_bytes(2, GpuLink::pcie) == Approx(0.4 * kGiB));
   CHECK(vllm_non_torch_bytes(1, GpuLink::pcie) == Approx(0.25 * kGiB));
+  // By release: 0.11–0.17 logged 0.13 GiB on one H100 and 0.54 at TP 2; from 0.18 0.25 and 2.1.
+  CHECK(vllm_non_torch_bytes(1, GpuLink::nvswitch, vllm_release(EngineVersion{0, 17, 1})) == Approx(0.13 * kGiB));
+  CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.54 * kGiB));
+  CHECK(vllm_non_torch_bytes(1, GpuLink::nvswitch, vllm_release(EngineVersion{0, 18, 0})) == Approx(0.25 * kGiB));
+  CHECK(vllm_non_torch_bytes(2, GpuLink::pcie, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.4 * kGiB));
   CHECK(gpu_link_of("NVLink 4 (18 links)") == GpuLink::nvswitch);
   CHECK(gpu_link_of("NVLink bridge (2 GPUs)") == GpuLink::nvlink);
   CHECK(gpu_link_of("NVLink 3 (12 links)") == GpuLink::nvlink);

@@ -23,7 +23,9 @@ struct EngineVersion {
   std::string build() const { return "b" + std::to_string(major); }
 };
 
-// "0.10", "0.8.5", "0.8.5.post1" (the post-release suffix does not change defaults); builds: "b4343" or "4343".
+// "0.10", "0.8.5", "0.8.5.post1" (the post-release suffix does not change defaults), "0.6.5.dev" / "0.6.5.dev123+g…"
+// (a development build toward 0.6.5, as `vllm --version` prints one installed from main: taken as that release, whose
+// defaults it already carries in the logs collected); builds: "b4343" or "4343".
 inline EngineVersion parse_engine_version(std::string_view text, bool build_number) {
   const std::string shown(text);
   auto number = [&](std::string_view& s, int& out) {
@@ -43,7 +45,7 @@ inline EngineVersion parse_engine_version(std::string_view text, bool build_numb
   if (!s.empty() && (s.front() == 'v' || s.front() == 'V')) s.remove_prefix(1);
   const bool ok = number(s, v.major) && !s.empty() && s.front() == '.' && (s.remove_prefix(1), number(s, v.minor)) &&
                   (s.empty() || s.front() != '.' || (s.remove_prefix(1), number(s, v.patch)));
-  if (!ok || (!s.empty() && s.substr(0, 4) != ".pos" && s.front() != '+' && s.front() != 'r'))
+  if (!ok || (!s.empty() && s.substr(0, 5) != ".post" && s.substr(0, 4) != ".dev" && s.front() != '+' && s.front() != 'r'))
     throw InputError("--engine-version: expected X.Y or X.Y.Z, got \"" + shown + "\"");
   return v;
 }

@@ -548,7 +548,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
   const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel);
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
-  const double non_torch = vllm_non_torch_bytes(w.tp, w.link) +
+  const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;
@@ -674,9 +674,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   MemoryComponents m;
   m.weights = Bytes(weights);
   std::int64_t requests = g.max_running_requests;
+  SglangStatePool state;  // hybrid models: the linear-attention state slots, out of the same share as the pool
   if (total) {
     const double free0 = total->in(unit::bytes) - init;
-    const double pool = fraction * free0 - weights;
+    const double rest = fraction * free0 - weights;
+    state = sglang_state_pool(rest, sglang_state_slot_bytes(s, t.c, w.tp), s.model_type != "kimi_linear", requests);
+    const double pool = rest - state.bytes;
     const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
     if (requests == 0) {
       requests = sglang_max_running_requests(tokens, context_length);
@@ -690,12 +693,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     sv.starts = tokens > 0;
     sv.largest_max_model_len = s.max_positions > 0 ? std::min(tokens, s.max_positions) : tokens;
     sv.min_mem_fraction_static = (weights + t.len * per_token) / free0;
-    m.kv_cache = Bytes(std::max(0.0, pool));
+    m.kv_cache = Bytes(std::max(0.0, pool) + state.bytes);
     m.logits = Bytes(0);
     m.activations = Bytes(std::max(0.0, (1.0 - fraction) * free0 - table));  // left to activations and CUDA graphs
     m.overhead = Bytes(table);
   } else {
-    m.kv_cache = Bytes(double(w.batch) * t.len * per_token);
+    m.kv_cache = Bytes(double(w.batch) * (t.len * per_token + sglang_state_slot_bytes(s, t.c, w.tp)));
     if (requests > 0) m.overhead = Bytes(sglang_req_to_token_bytes(requests, context_length));
   }
   Moment mo{"serve", total ? "static pool and the share left to activations" : "KV for the batch", m};
@@ -710,6 +713,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
       " of the memory free at start holds weights and the token pool; the rest is left to activations, the "
       "req_to_token table (" + (requests > 0 ? std::to_string(requests) : std::string("max_running_requests")) +
       " requests × context_length " + std::to_string(context_length) + " + 4 int32) and CUDA graphs");
+  if (state.slots > 0)
+    est.assumptions.push_back(
+        "hybrid model: " + std::to_string(state.slots) + " linear-attention state slots (" +
+        detail::decimal(state.bytes / double(1ull << 30), 2) + " GiB) come out of the pool first" +
+        (s.model_type == "kimi_linear" ? std::string(", one per running request (SGLang turns the radix cache off for it)")
+                                       : ", mamba_full_memory_ratio 0.9 of the KV pool's size"));
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not SGLang's pre-allocated pool");
   return est;
 }

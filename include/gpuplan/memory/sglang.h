@@ -3,6 +3,7 @@
 //   mem_fraction_static  the user's, else the release's default (by TP before 0.5.4; by GPU memory from 0.5.4)
 //   token pool           = (mem_fraction_static × free memory at start − weights) / bytes per token of all layers
 //   req_to_token table   max_running_requests × (context_length + 4) int32 slots, allocated after the pool
+//   hybrid models        the pool is shared by the linear-attention state slots and the full-attention tokens
 // The rest of the GPU, (1 − mem_fraction_static) of it, is left to activations, the table and CUDA graphs.
 #pragma once
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "../model.h"
 #include "../units.h"
 #include "engine_version.h"
 
@@ -81,6 +83,47 @@ inline std::int64_t sglang_max_running_requests(std::int64_t pool_tokens, std::i
 // The req_to_token table (ReqToTokenPool): (requests + 1) rows of context_len + 4 int32 token slots.
 inline double sglang_req_to_token_bytes(std::int64_t requests, std::int64_t context_len) {
   return double(requests + 1) * double(context_len + 4) * 4.0;
+}
+
+// One request's linear-attention state (a "Mamba cache" slot) over all linear layers, per GPU
+// (python/sglang/srt/configs/mamba_utils.py, Mamba2StateShape at 0.5.5): the causal conv keeps its last
+// conv_kernel − 1 inputs in the model's dtype, the key×value state is float32 (--mamba-ssm-dtype's default); both
+// split over TP by heads. Checked against the 0.5.4 log of issue #12419 (Qwen3-Next, TP 4): 2914 slots hold
+// conv 1.20 GB and ssm 51.24 GB.
+inline double sglang_state_slot_bytes(const ModelSpec& s, double act_bytes, std::int64_t tp) {
+  if (s.linear_layers.empty()) return 0;
+  const auto& a = s.linear;
+  const double split = double(std::min<std::int64_t>(tp, a.value_heads));
+  const double layer = (double(a.conv_dim() * (a.conv_kernel - 1)) * act_bytes + double(a.recurrent_state()) * 4.0) / split;
+  std::int64_t n = 0;
+  for (bool linear : s.linear_layers) n += linear ? 1 : 0;
+  return layer * double(n);
+}
+
+// mamba_full_memory_ratio, the state pool's memory over the full-attention KV pool's (server_args.py, 0.5.x
+// default 0.9; docs/basic_usage/qwen3.md says so).
+inline constexpr double sglang_mamba_full_memory_ratio = 0.9;
+
+struct SglangStatePool {
+  std::int64_t slots = 0;
+  double bytes = 0;
+};
+
+// model_runner.handle_max_mamba_cache (0.5.4–0.5.5): with the radix cache on, the state pool takes ratio / (1 + ratio)
+// of the memory the weights leave in the static share, in whole slots; with it off (Kimi Linear turns it off), one
+// slot per running request: --max-running-requests, else 512.
+inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, bool radix_cache,
+                                         std::int64_t max_running_requests) {
+  if (slot_bytes <= 0) return {};
+  SglangStatePool p;
+  if (radix_cache) {
+    const double share = std::max(0.0, rest_bytes) * sglang_mamba_full_memory_ratio / (1 + sglang_mamba_full_memory_ratio);
+    p.slots = static_cast<std::int64_t>(std::floor(share / slot_bytes));
+  } else {
+    p.slots = max_running_requests > 0 ? max_running_requests : 512;
+  }
+  p.bytes = double(p.slots) * slot_bytes;
+  return p;
 }
 
 }  // namespace gpuplan

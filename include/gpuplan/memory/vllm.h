@@ -43,36 +43,49 @@ struct VllmRelease {
   std::int64_t v0_prefill_chunk;   // V0: max_num_batched_tokens when chunked prefill is on by default (max_model_len
                                    // > 32k); 0: no default chunked prefill
   bool charges_context;            // the budget pays for every non-torch byte on the GPU, the CUDA context included
+  // Non-torch memory the profiling step adds, GiB per GPU (cuBLAS/cuDNN workspaces, kernels loaded on first use; with
+  // tensor parallelism NCCL's buffers and vLLM's custom all-reduce on top). On one GPU: 0.13–0.14 in every V1 log of
+  // 0.11–0.17 on H100 (llm-d-benchmark's 0.11 table, llm-d-planner's 0.15–0.17 sweep), 0.24–0.26 from 0.18 (the
+  // sweep's 0.18, every single-GPU 0.19 log). With tensor parallelism over NVSwitch of Hopper and later: 0.54–0.55 at
+  // TP 2 under 0.11 (llm-d-benchmark), 2.06–2.21 at TP 2 and 4 under 0.19 (NCCL's NVLink SHARP buffers; no TP log
+  // between them, so the step is taken with the single-GPU one at 0.18). Releases before 0.10 keep 0.19's figures
+  // (no V1 log of theirs prints it). Without NVSwitch see VllmProfile::non_torch_tensor_parallel.
+  double non_torch_gib, non_torch_nvswitch_gib;
   const char* source;
 };
 
 // The releases whose start-up arithmetic differs. Boundaries are the first release carrying the change.
-inline constexpr std::array<VllmRelease, 9> vllm_releases{{
-    {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, true,
+inline constexpr std::array<VllmRelease, 10> vllm_releases{{
+    {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, true, 0.25, 2.1,
      "vllm/worker/worker.py profile_num_available_blocks (peak = total − free after profile_run: the CUDA context "
      "charged); vllm/config.py SchedulerConfig max(max_model_len, 2048) tokens, 256 sequences"},
-    {{0, 4, 1}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, false,
+    {{0, 4, 1}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, false, 0.25, 2.1,
      "vllm/worker/worker.py determine_num_available_blocks: peak = free at init − free after profile_run"},
-    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 512, false,
+    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 512, false, 0.25, 2.1,
      "vllm/worker/worker.py determine_num_available_blocks; vllm/worker/model_runner.py profile_run (max_num_seqs "
      "sequences sharing max_num_batched_tokens); vllm/config.py SchedulerConfig (max(max_model_len, 2048) tokens, "
      "chunks of 512 with chunked prefill); vllm/model_executor/layers/sampler.py _apply_top_k_top_p (sort)"},
-    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 2048, false,
+    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 2048, false, 0.25, 2.1,
      "vllm/config.py SchedulerConfig: chunked-prefill chunks of _DEFAULT_MAX_NUM_BATCHED_TOKENS (2048); "
      "vllm/utils.py memory_profiling (the start-up baseline excluded)"},
-    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, false, 0, true,
+    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, false, 0, true, 0.25, 2.1,
      "V1 the default (PR #13726); vllm/v1/worker/gpu_worker.py determine_available_memory (torch peak + every "
      "non-torch byte on the GPU, the CUDA context included); gpu_model_runner.py profile_run (logits of every "
      "profiled token)"},
-    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, false, 0, false,
+    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, false, 0, false, 0.25, 2.1,
      "vllm/v1/worker/gpu_worker.py memory_profiling from the start-up snapshot; gpu_model_runner.py _dummy_run "
      "(logits of each request's last token); arg_utils.py batch defaults by GPU memory (PRs #17073, #17885)"},
-    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0, false,
+    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0, false, 0.13, 0.54,
      "vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, get_max_concurrency_for_kv_cache_config "
      "(hybrid KV-cache manager); vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes"},
-    {{0, 16, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
-     "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02): top-k/top-p without a full sort"},
-    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false,
+    {{0, 17, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false, 0.13, 0.54,
+     "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02, first released in 0.17): top-k/top-p "
+     "without a full sort; llm-d-planner's version sweep logs the same Qwen3-14B on H100 with a 5.64 GiB torch peak "
+     "under 0.15 and 0.16 and 2.23 GiB under 0.17"},
+    {{0, 18, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false, 0.25, 2.1,
+     "llm-d-planner's version sweep: Qwen3-14B on H100 logs 0.13 GiB of non-torch memory under 0.15–0.17 and 0.25 "
+     "under 0.18"},
+    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false, 0.25, 2.1,
      "vllm/v1/worker/gpu_worker.py determine_available_memory, vllm/engine/arg_utils.py get_batch_defaults, "
      "vllm/v1/core/kv_cache_utils.py at v0.19.0, checked against llm-d-planner's v0.19.0 start-up logs"},
 }};
@@ -87,20 +100,16 @@ struct VllmProfile {
   // The CUDA context of the engine process before its first memory snapshot, outside the budget: v0.19 logs on
   // H100 print "Initial free memory: 78.68 GiB" of 79.19 GiB.
   static constexpr Bytes cuda_context{0.51 * 1073741824.0};
-  // Non-torch memory the profiling step adds (cuBLAS/cuDNN workspaces, kernels loaded on first use): 0.24–0.26 GiB
-  // in every single-GPU v0.19 log. With tensor parallelism NCCL's buffers come on top: on NVSwitch systems of
-  // Hopper and later NCCL's NVLink SHARP (NVLS) buffers and vLLM's custom all-reduce make it 2.06–2.13 GiB per GPU
-  // (llm-d-planner accuracy report, TP 2 and 4 on H100 SXM); without NVLS (PCIe cards: L40S, L4, RTX 4090; A100's
-  // NVLink 3) NCCL's ring buffers alone, logged 0.2–0.5 GiB in all (issue #42's held-out logs): 0.4 GiB.
-  static constexpr Bytes non_torch_single_gpu{0.25 * 1073741824.0};
-  static constexpr Bytes non_torch_tensor_parallel_nvls{2.1 * 1073741824.0};
+  // Non-torch memory with tensor parallelism without NCCL's NVLS (PCIe cards: L40S, L4, RTX 4090; A100's NVLink 3):
+  // NCCL's ring buffers alone, logged 0.2–0.5 GiB in all (issue #42's held-out logs). On NVSwitch systems of Hopper
+  // and later the release's non_torch_nvswitch_gib; on one GPU its non_torch_gib.
   static constexpr Bytes non_torch_tensor_parallel{0.4 * 1073741824.0};
   // The sampler's dummy run over max_num_seqs rows of logits, bytes per logit beyond the logits in the model dtype.
-  // Triton top-k/top-p (0.16 on): the fp32 copy, the softmax and the exponential noise of random sampling (12 B)
+  // Triton top-k/top-p (0.17 on): the fp32 copy, the softmax and the exponential noise of random sampling (12 B)
   // and a 1-byte mask; 13 B reproduces the torch peak of the sampler-bound v0.19 logs within 3 % (Llama 3.1,
   // Qwen2.5, Gemma 2, Granite).
   static constexpr double sampler_triton_bytes_per_logit = 13.0;
-  // torch.sort top-k/top-p (V0 and V1 before 0.16; FlashInfer's sampler off by default): at the sort the fp32
+  // torch.sort top-k/top-p (V0 and V1 before 0.17; FlashInfer's sampler off by default): at the sort the fp32
   // logits (4), the sorted values (4) and their int64 indices (8), and the sort's own int64 index input and cub's
   // alternate key/value buffers (8 + 4 + 8). PR #32558 measured the torch path at 1.25 GB beyond its fp32 input for
   // 256 × 131,072 logits (37 B each; 32 here).
@@ -166,11 +175,12 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
   return std::max(dense, sampler);
 }
 
-inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvswitch) {
-  if (tp == 1) return VllmProfile::non_torch_single_gpu.in(unit::bytes);
-  return (link == GpuLink::nvswitch ? VllmProfile::non_torch_tensor_parallel_nvls
-                                    : VllmProfile::non_torch_tensor_parallel)
-      .in(unit::bytes);
+inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvswitch,
+                                   const VllmRelease& r = vllm_releases.back()) {
+  const double gib = 1073741824.0;
+  if (tp == 1) return r.non_torch_gib * gib;
+  return link == GpuLink::nvswitch ? r.non_torch_nvswitch_gib * gib
+                                   : VllmProfile::non_torch_tensor_parallel.in(unit::bytes);
 }
 
 // The MXFP4 MoE kernel vLLM picks for a GPU (model_executor/layers/quantization/mxfp4.py get_mxfp4_backend, from

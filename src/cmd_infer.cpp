@@ -143,6 +143,13 @@ nlohmann::json infer_report(const InferOptions& o) {
   const Catalog cat = load_catalog(o.fit.catalogs);
   std::optional<Device> unlisted;
   const Device* device = fit_device(o.fit, cat, unlisted);
+  // On a Mac, llama.cpp's Metal back end may take recommendedMaxWorkingSetSize of the unified memory, not all of it.
+  std::optional<Device> metal;
+  if (device && device->vendor == "Apple" && llama_cpp_engine(w.profile)) {
+    metal = *device;
+    metal->usable_memory = metal_working_set(device->capacity());
+    device = &*metal;
+  }
   if (device) {
     w.device_memory = device->capacity();
     w.cuda_total = device->cuda_total_memory;
@@ -188,6 +195,11 @@ nlohmann::json infer_report(const InferOptions& o) {
     report["assumptions"].push_back("weights as the checkpoint is released: " + source.shipped_weights +
                                     " (--weights bf16 for the 16-bit model)");
   report["solve"] = solve;
+  if (metal)
+    report["assumptions"].push_back("Metal: llama.cpp's buffers may take recommendedMaxWorkingSetSize, " +
+                                    detail::decimal(metal->capacity().in(unit::bytes) / 1073741824.0, 2) +
+                                    " GiB of the unified memory (3/4 from 36 GB, 2/3 below; raised by "
+                                    "sysctl iogpu.wired_limit_mb)");
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);
     // vLLM and SGLang: the setup fits when the engine starts (its pool holds one max_model_len request) and the

@@ -994,3 +994,14 @@ TEST_CASE("cli: gpt-oss-120b on an RTX 4090 under llama.cpp: --fit keeps experts
   CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--fit", "maybe"}).code ==
         ExitCode::usage);
 }
+
+TEST_CASE("cli: llama.cpp on a Mac fits in Metal's working set; no compute rate prints decode alone", "[cli][offload]") {
+  const auto j = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu", "apple-m3-max",
+                          "--gpu-memory", "48GiB", "--weights", "q4_k_m", "--format", "json"});
+  REQUIRE(j.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(j.out)["fit"]["capacity_bytes"].get<double>() == Approx(38654.71e6).epsilon(1e-5));
+  const auto t = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu", "apple-m4",
+                          "--gpu-memory", "16GiB", "--weights", "q4_k_m"});
+  CHECK(t.code == ExitCode::ok);
+  CHECK(t.out.find("Throughput decode at most") != std::string::npos);
+}

@@ -146,3 +146,9 @@ TEST_CASE("llama.cpp offload speed: the CPU reads the experts it routes to, prom
   CHECK(pcie_x16_bytes_per_s(4) == Approx(16e9 * 16 * 128.0 / 130 / 8));  // 31.5 GB/s
   CHECK(off.prefill.in(unit::seconds) - on_gpu.prefill.in(unit::seconds) == Approx(17e9 / (0.8 * pcie_x16_bytes_per_s(4))));
 }
+
+TEST_CASE("Metal: recommendedMaxWorkingSetSize as the logs print it", "[llama.cpp][offload]") {
+  // ggml_metal_init lines in tests/data/engines/collected/llama_cpp.jsonl: a 16 GB M4 and a 48 GB M3 Max.
+  CHECK(metal_working_set(Bytes(16 * kGiBytes)).in(unit::bytes) / 1e6 == Approx(11453.25).epsilon(1e-5));
+  CHECK(metal_working_set(Bytes(48 * kGiBytes)).in(unit::bytes) / 1e6 == Approx(38654.71).epsilon(1e-5));
+}

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -994,4 +995,54 @@ TEST_CASE("cli: plan infer considers the format a preset ships in", "[cli][plan]
   auto r = run_cli({"plan", "infer", "--model", "gpt-oss-120b", "--concurrency", "8", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(r.out, Catch::Contains("\"mxfp4\""));
+}
+
+// The published offload points (tests/data/throughput/offload.jsonl), each within 15 % of its decode speed: the
+// one point now is the fit half's, so this guards the constant fitted on it from drifting.
+TEST_CASE("cli: llama.cpp decode with experts in host memory against published points", "[cli][offload]") {
+  std::ifstream in(std::string(GPUPLAN_TEST_DATA) + "/throughput/offload.jsonl");
+  REQUIRE(in);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto c = nlohmann::json::parse(line);
+    std::vector<std::string> args{"infer"};
+    for (const auto& a : c["args"]) args.push_back(a.get<std::string>());
+    args.insert(args.end(), {"--format", "json"});
+    const auto r = run_cli(args);
+    REQUIRE(r.code == ExitCode::ok);
+    const double got = nlohmann::json::parse(r.out)["throughput"]["decode_tokens_per_s"].get<double>();
+    INFO(c["id"].get<std::string>() << ": " << got << " tok/s, published " << c["value"].get<double>());
+    CHECK(std::abs(got / c["value"].get<double>() - 1) < 0.15);
+    ++n;
+  }
+  CHECK(n >= 1);
+}
+
+TEST_CASE("cli: gpt-oss-120b on an RTX 4090 under llama.cpp: --fit keeps experts in host memory", "[cli][offload]") {
+  const auto r = run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--gpu", "rtx-4090",
+                          "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["serving"]["gpu_layers"] == 37);
+  CHECK(j["serving"]["host_expert_layers"].get<int>() > 10);
+  CHECK(j["serving"]["host_memory_bytes"].get<double>() > 30e9);
+  CHECK(j["fit"]["fits"] == true);
+  CHECK(j["throughput"]["decode_bound"] == "host memory (weights on the CPU)");
+  CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--override-tensor", "attn_q"}).code ==
+        ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--cpu-moe"}).code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--fit", "maybe"}).code ==
+        ExitCode::usage);
+}
+
+TEST_CASE("cli: llama.cpp on a Mac fits in Metal's working set; no compute rate prints decode alone", "[cli][offload]") {
+  const auto j = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu", "apple-m3-max",
+                          "--gpu-memory", "48GiB", "--weights", "q4_k_m", "--format", "json"});
+  REQUIRE(j.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(j.out)["fit"]["capacity_bytes"].get<double>() == Approx(38654.71e6).epsilon(1e-5));
+  const auto t = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu", "apple-m4",
+                          "--gpu-memory", "16GiB", "--weights", "q4_k_m"});
+  CHECK(t.code == ExitCode::ok);
+  CHECK(t.out.find("Throughput decode at most") != std::string::npos);
 }

@@ -115,7 +115,9 @@ struct ServingDetails {
   std::optional<Bytes> host_memory;             // llama.cpp: weights and KV kept in RAM
   std::optional<std::int64_t> gpu_layers;       // llama.cpp: layers on the GPU
   std::optional<std::int64_t> host_expert_layers;  // llama.cpp: layers whose routed experts stay in host memory
-  std::optional<LlamaCppPlacement> placement;   // llama.cpp: where each layer's weights are (for the speed)
+  std::optional<LlamaCppPlacement> placement;   // llama.cpp: where each layer's weights are
+  std::optional<Bytes> host_dense_weights;      // llama.cpp: host weights read whole (layers, output; no embedding)
+  std::optional<Bytes> host_expert_weights;     // llama.cpp: routed experts in host memory
   std::string engine_version;                   // the release followed (llama.cpp: its build)
   std::vector<std::pair<std::string, double>> implied_defaults;  // engine settings not given, as the release sets them
 };
@@ -733,6 +735,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
 // overridden to host memory, their KV and the compute buffer; in host memory the rest, token embeddings always.
 struct LlamaCppBuffers {
   double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
+  double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, whole layers, the output)
   double gpu() const { return gpu_weights + gpu_kv + compute; }
 };
 
@@ -760,6 +763,7 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     const double host_experts = i < p.host_expert_share.size() ? p.host_expert_share[i] * wb.per_layer_experts[i].in(unit::bytes) : 0.0;
     b.gpu_weights += layer - host_experts;
     b.host_weights += host_experts;
+    b.host_experts += host_experts;
     b.gpu_kv += kv;
   }
   (output_on_gpu ? b.gpu_weights : b.host_weights) += wb.output.in(unit::bytes);
@@ -852,6 +856,8 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   est.serving.engine = ollama ? "ollama " + ollama_version.str() : "llama.cpp " + build.build();
   est.serving.engine_version = ollama ? ollama_version.str() : build.build();
   est.serving.host_memory = Bytes(b.host_weights + b.host_kv);
+  est.serving.host_expert_weights = Bytes(b.host_experts);
+  est.serving.host_dense_weights = Bytes(b.host_weights - b.host_experts - t.wb.embedding.in(unit::bytes));
   est.serving.gpu_layers = p.gpu_layers;
   est.serving.host_expert_layers = p.host_expert_layers();
   est.serving.placement = p;

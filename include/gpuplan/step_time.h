@@ -96,6 +96,7 @@ struct TimeOptions {
 struct PassWork {
   double gemm_flops = 0;       // matmuls at the tensor rate of the precision's format
   double gemm32_flops = 0;     // fp32 matmuls (PEFT's adapters outside autocast)
+  double gemm32_bytes = 0;     // what those read and write
   double gemm_bytes = 0;       // what the matmuls read and write (weights, inputs, outputs)
   double attention_flops = 0;  // flash-attention kernels
   double memory_bytes = 0;     // memory-bound kernels
@@ -112,6 +113,7 @@ struct MicrobatchWork {
 inline void add_scaled(PassWork& a, const PassWork& b, double n) {
   a.gemm_flops += n * b.gemm_flops;
   a.gemm32_flops += n * b.gemm32_flops;
+  a.gemm32_bytes += n * b.gemm32_bytes;
   a.gemm_bytes += n * b.gemm_bytes;
   a.attention_flops += n * b.attention_flops;
   a.memory_bytes += n * b.memory_bytes;
@@ -168,7 +170,10 @@ struct PassTime {
 inline PassTime pass_time(const PassWork& p, const DeviceRates& r) {
   auto at = [](double work, double rate) { return work > 0 ? work / rate : 0.0; };  // no work takes no time
   PassTime t;
-  t.gemm = at(p.gemm_flops, r.gemm) + at(p.gemm32_flops, r.gemm32) + at(p.gemm_bytes, r.bytes);
+  // PEFT's fp32 adapters are skinny (rank ≪ width: ~8 FLOPs per byte at rank 16) and run on the CUDA cores, whose
+  // FLOPs overlap the input they stream: the slower of the two.
+  t.gemm = at(p.gemm_flops, r.gemm) + at(p.gemm_bytes, r.bytes) +
+           std::max(at(p.gemm32_flops, r.gemm32), at(p.gemm32_bytes, r.bytes));
   t.attention = at(p.attention_flops, r.attention);
   t.memory = at(p.memory_bytes, r.bytes);
   t.host = p.host_ops * r.host_op;
@@ -181,12 +186,14 @@ inline PassTime pass_time(const PassWork& p, const DeviceRates& r) {
 // (fixed voltage), a GEMM's energy per FLOP does not depend on its clock, and the slot's average power meets the TDP
 // when the GEMMs run at s of the burst clock with G / s + O = burst·G + other_power·O:
 // 1 / s = max(1, burst − (1 − other_power) · O / G), G the GEMM time at the burst rate, O the rest.
-inline void gemm_power_limit(PassTime& f, PassTime& b, const DeviceRates& r) {
+// Returns how much slower than the burst rate the GEMMs run.
+inline double gemm_power_limit(PassTime& f, PassTime& b, const DeviceRates& r) {
   const double g = f.gemm + b.gemm, other = f.attention + f.memory + b.attention + b.memory;
-  if (g <= 0 || r.burst <= 1) return;
+  if (g <= 0 || r.burst <= 1) return 1.0;
   const double slow = std::max(1.0, r.burst - (1.0 - r.other_power) * other / g);
   f.gemm *= slow;
   b.gemm *= slow;
+  return slow;
 }
 
 namespace detail {
@@ -259,18 +266,21 @@ inline void add_matmul(MicrobatchWork& m, const WorkContext& x, double rows, dou
 }
 
 // PEFT's adapter on a targeted linear: x → dropout → A (in→r) → B (r→out) → ×scale → added to the base output.
-// PEFT keeps adapters in fp32: outside autocast x is cast up and the matmuls run at the fp32 rate.
+// PEFT keeps adapters in fp32: outside autocast x is cast up (c + 4 bytes per input element), the matmuls run at the
+// fp32 rate and the fp32 sum is cast back (12 + c per output element); under autocast lora_A casts its input (the
+// fp32 stream, or PEFT's fp32 copy of a 16-bit input) to 16 bit (r + c) and the scaled 16-bit output is added to the
+// base output (5c).
 inline void add_lora(MicrobatchWork& m, const WorkContext& x, double n, double rows, double out, double in) {
   const double rank = double(x.w.lora.rank);
   const double flops = 2.0 * n * rows * rank * (in + out);
   const double bytes = 4.0 * n * (rank * (in + out) + rows * (in + 2 * rank + out));
-  const double casts = x.autocast ? 0.0 : n * rows * (in * (x.c + 4) + out * (3 * 4 + x.c));  // x up, the sum down
-  double& fwd = x.autocast ? m.forward.gemm_flops : m.forward.gemm32_flops;
-  double& bwd = x.autocast ? m.backward.gemm_flops : m.backward.gemm32_flops;
-  fwd += flops;
-  bwd += flops * (2.0 + x.recompute_fwd);
-  m.forward.gemm_bytes += bytes;
-  m.backward.gemm_bytes += bytes * (2.0 + x.recompute_fwd);
+  const double casts = n * rows * (x.autocast ? in * (x.stream + x.c) + out * 5 * x.c : in * (x.c + 4) + out * (3 * 4 + x.c));
+  PassWork& f = m.forward;
+  PassWork& b = m.backward;
+  (x.autocast ? f.gemm_flops : f.gemm32_flops) += flops;
+  (x.autocast ? b.gemm_flops : b.gemm32_flops) += flops * (2.0 + x.recompute_fwd);
+  (x.autocast ? f.gemm_bytes : f.gemm32_bytes) += bytes;
+  (x.autocast ? b.gemm_bytes : b.gemm32_bytes) += bytes * (2.0 + x.recompute_fwd);
   m.forward.memory_bytes += casts;
   m.backward.memory_bytes += casts * (2.0 + x.recompute_fwd);
   m.matmul_flops += flops * (3.0 + x.recompute_fwd);
@@ -513,6 +523,7 @@ struct StepTime {
   double host_optimizer = 0;  // the optimizer step on the host under ZeRO-Offload
   double total = 0;
   double hardware_flops = 0;  // per GPU per step (matmuls + attention, recomputation included)
+  double gemm_slowdown = 1;   // the GEMMs' time over their time at the burst rate (the power limit)
   std::int64_t slowest_stage = 0;
   Kernels kernels = Kernels::eager;
 };
@@ -600,13 +611,14 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
   PassTime fwd, bwd;
   for (const auto& sw : stages) {
     PassTime f = pass_time(sw.work.forward, rates), b = pass_time(sw.work.backward, rates);
-    gemm_power_limit(f, b, rates);
+    const double slowdown = gemm_power_limit(f, b, rates);
     const double this_slot = f.wall() + b.wall() + sw.work.loop_ops * rates.host_op;
     if (this_slot > slot) {
       slot = this_slot;
       fwd = f;
       bwd = b;
       t.slowest_stage = sw.stage;
+      t.gemm_slowdown = slowdown;
       t.hardware_flops = sw.work.matmul_flops + sw.work.attention_flops;
     }
   }

@@ -23,6 +23,13 @@ TEST_CASE("step time: a matmul's roofline adds its FLOPs at the tensor rate and 
   CHECK(pass_time(m.forward, r).gemm == Approx(12e-6 + 22e-6));
   CHECK(pass_time(m.backward, r).gemm == Approx(2 * (12e-6 + 22e-6)));  // input and weight gradients
   CHECK(m.matmul_flops == Approx(3 * 1.2e10));
+  // PEFT's fp32 adapters: their CUDA-core FLOPs or the bytes they stream, the slower (4e9 FLOPs at 50 TFLOP/s =
+  // 80 µs against 1e8 B at 1 TB/s = 100 µs).
+  r.gemm32 = 50e12;
+  PassWork adapter;
+  adapter.gemm32_flops = 4e9;
+  adapter.gemm32_bytes = 1e8;
+  CHECK(pass_time(adapter, r).gemm == Approx(100e-6));
   // bf16 at the burst rate, H100 SXM 0.84 × 80.3 % of 989.4 TFLOP/s (MAMF), 80.3 / 68.3 above the sustained one;
   // fp8 at 0.905 of the sustained 16-bit share per unit of peak (no burst measured).
   const Device& h100 = builtin_catalog().get("h100-sxm");

@@ -16,6 +16,7 @@
 #include "memory/workload.h"
 #include "model.h"
 #include "parallel.h"
+#include "throughput.h"
 
 namespace gpuplan {
 
@@ -45,8 +46,13 @@ struct KernelRates {
   // FlashAttention-3 up to 75 % (Shah et al. 2024, §1); 0.40 for the mix of kernels frameworks pick.
   double attention = 0.40;
   // Memory-bound kernels, share of the memory bandwidth: a device-to-device copy reaches ~90 % (3.0 of 3.35 TB/s
-  // on H100, 4.3 of 4.8 TB/s on H200); elementwise kernels with several inputs and reductions less.
+  // on H100, 4.3 of 4.8 TB/s on H200); elementwise kernels with several inputs and reductions less. Fused stacks:
+  // their fewer, larger kernels' fixed costs are inside this share.
   double memory = 0.70;
+  // HF eager kernels once each kernel's fixed cost is counted apart (KernelFloor::launched_cycles, throughput.h: a
+  // kernel launched on its own costs 10,000 core cycles beyond its bytes, fitted on serving's data): 0.8, fitted on
+  // the fit half of the measured single-GPU steps (of 0.7, 0.8, 0.9).
+  double memory_eager = 0.80;
   // Host cost of one eager PyTorch operator with autograd (Python module call, dispatcher, launch): the GPU idles
   // when its kernels finish sooner than the host issues them. Fitted to the measured single-GPU steps whose GPU work
   // is small (1B models at 1K–2K tokens per step; tests/data/calibration), where the host sets the pace.
@@ -134,11 +140,13 @@ using LayerKindWork = std::array<std::optional<MicrobatchWork>, 4>;
 // A device's rates for a precision: FLOP/s per kind of kernel, bytes/s for memory-bound work, seconds per operator.
 struct DeviceRates {
   double gemm = 0, gemm32 = 0, attention = 0, bytes = 0, host_op = 0;
+  double kernel_floor = 0;  // seconds of fixed GPU cost per eager operator's kernel
   double burst = 1;  // 16-bit burst matmul rate over the sustained one: the GEMMs' power at the burst clock per TDP
   double other_power = 1;
 };
 
-inline DeviceRates device_rates(const Device& d, Precision p, const KernelRates& k) {
+inline DeviceRates device_rates(const Device& d, Precision p, const KernelRates& k, Kernels kernels = Kernels::fused) {
+  const bool eager = kernels == Kernels::eager;
   const ComputeFormat f = compute_format(p);
   const double peak16 = peak_for(d, ComputeFormat::bf16).value_or(0);
   const double fp32 = peak_for(d, ComputeFormat::fp32).value_or(peak16 / 16) * k.gemm32;
@@ -154,14 +162,16 @@ inline DeviceRates device_rates(const Device& d, Precision p, const KernelRates&
                                      : peak16 * share16 * r.burst;
   r.gemm32 = fp32;
   r.attention = peak16 * k.attention;
-  r.bytes = d.memory_bandwidth.in(unit::bytes_per_s) * k.memory;
+  r.bytes = d.memory_bandwidth.in(unit::bytes_per_s) * (eager ? k.memory_eager : k.memory);
+  // Eager operators launch a kernel or two each, one by one: each costs the serving model's fixed cycles.
+  r.kernel_floor = eager ? kernel_seconds(d, KernelFloor::launched_cycles) : 0.0;
   r.host_op = k.host_op_seconds;
   return r;
 }
 
 struct PassTime {
-  double gemm = 0, attention = 0, memory = 0, host = 0;
-  double gpu() const { return gemm + attention + memory; }
+  double gemm = 0, attention = 0, memory = 0, host = 0, floor = 0;  // floor: the kernels' fixed costs
+  double gpu() const { return gemm + attention + memory + floor; }
   double wall() const { return std::max(gpu(), host); }  // the host issues ahead while the GPU is busier
 };
 
@@ -177,6 +187,7 @@ inline PassTime pass_time(const PassWork& p, const DeviceRates& r) {
   t.attention = at(p.attention_flops, r.attention);
   t.memory = at(p.memory_bytes, r.bytes);
   t.host = p.host_ops * r.host_op;
+  t.floor = p.host_ops * r.kernel_floor;
   return t;
 }
 
@@ -513,7 +524,8 @@ inline double bubble_microbatches(PipelineSchedule sch, std::int64_t pp, std::in
 struct StepTime {
   // Seconds per optimizer step on the slowest pipeline stage's GPUs; total is their sum.
   double compute = 0;         // m micro-batches: matmuls, attention, memory-bound work (host-bound where slower)
-  double matmul = 0, attention = 0, memory_bound = 0, host_bound = 0;  // compute, by what limits it
+  // compute, by what limits it (memory_bound includes every kernel's fixed cost, KernelRates::memory_eager)
+  double matmul = 0, attention = 0, memory_bound = 0, host_bound = 0;
   double tensor_comm = 0;     // tensor-parallel collectives on the critical path
   double expert_comm = 0;     // expert-parallel all-to-all on the critical path
   double context_comm = 0;    // ring-attention exchange beyond the attention it overlaps
@@ -604,7 +616,7 @@ struct StepInputs {
 inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs& in, const TimeOptions& o, Kernels kernels) {
   const TrainingWorkload& w = *in.workload;
   const Device& d = *in.device;
-  const DeviceRates rates = device_rates(d, w.precision, o.rates);
+  const DeviceRates rates = device_rates(d, w.precision, o.rates, kernels);
   StepTime t;
   t.kernels = kernels;
   double slot = -1;
@@ -634,7 +646,7 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
   t.compute = m * slot;
   t.matmul = m * slowdown * (fwd.gemm + bwd.gemm);
   t.attention = m * slowdown * (fwd.attention + bwd.attention);
-  t.memory_bound = m * slowdown * (fwd.memory + bwd.memory);
+  t.memory_bound = m * slowdown * (fwd.memory + bwd.memory + fwd.floor + bwd.floor);
   t.host_bound = std::max(0.0, t.compute - (t.matmul + t.attention + t.memory_bound));  // rounding aside
   t.hardware_flops *= m;
   // Communication per step, by how it overlaps.

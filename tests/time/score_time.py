@@ -92,7 +92,8 @@ def markdown(pub, meas):
            "16-bit share per unit of peak (measured), fp32 at 0.75 of the fp32 peak (PEFT's skinny fp32 adapters: "
            "their FLOPs or the bytes they stream, the slower); flash attention at 40 % of the 16-bit "
            "peak; memory-bound kernels (norms, activations, rotary, residuals, loss, optimizer; counted per HF module "
-           "or per fused kernel) at 70 % of the bandwidth; the host's launch cost (8 µs per eager operator, HF MoE "
+           "or per fused kernel) at 70 % of the bandwidth, HF's eager kernels at 80 % plus each kernel's fixed 10,000 "
+           "core cycles (the serving model's KernelFloor); the host's launch cost (8 µs per eager operator, HF MoE "
            "routing loops) where it exceeds the GPU's work; then the pipeline bubble of the schedule, tensor- and "
            "expert-parallel collectives on the critical path, and data-parallel collectives beyond the compute they "
            "overlap. MFU is what this implies; `--mfu` replaces the model with a stated end-to-end MFU.", ""]

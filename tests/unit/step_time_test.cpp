@@ -36,6 +36,13 @@ TEST_CASE("step time: a matmul's roofline adds its FLOPs at the tensor rate and 
   CHECK(device_rates(h100, Precision::bf16, KernelRates{}).gemm == Approx(989.4e12 * 0.84 * 0.803));
   CHECK(device_rates(h100, Precision::bf16, KernelRates{}).burst == Approx(0.803 / 0.683));
   CHECK(device_rates(h100, Precision::fp8, KernelRates{}).burst == 1);
+  // HF eager kernels: 80 % of the bandwidth plus each kernel's fixed 10,000 cycles at the boost clock (the serving
+  // model's KernelFloor); fused stacks 70 % with the fixed costs inside.
+  const DeviceRates eager = device_rates(h100, Precision::bf16, KernelRates{}, Kernels::eager);
+  CHECK(eager.bytes == Approx(3.35e12 * 0.80));
+  CHECK(eager.kernel_floor == Approx(kernel_seconds(h100, 10000)));
+  CHECK(device_rates(h100, Precision::bf16, KernelRates{}).bytes == Approx(3.35e12 * 0.70));
+  CHECK(device_rates(h100, Precision::bf16, KernelRates{}).kernel_floor == 0);
   CHECK(device_rates(h100, Precision::fp8, KernelRates{}).gemm == Approx(1978.9e12 * 0.84 * 0.683 * 0.905));
   CHECK(device_rates(h100, Precision::fp32, KernelRates{}).gemm == Approx(67e12 * 0.75));
 }
@@ -108,14 +115,14 @@ TEST_CASE("step time: the slower host sets the pace of small steps; the GPU of l
   const Device& d = builtin_catalog().get("h100-sxm");
   const ModelSpec& s = find_preset("llama-3.2-1b").spec;
   TrainingWorkload w;
-  w.seq = 128;
+  w.seq = 32;
   StepInputs in;
   in.model = &s;
   in.workload = &w;
   in.device = &d;
   in.trainable_on_gpu = double(count_params(s).total.in(unit::params));
   const StepTime tiny = step_time(in, TimeOptions{});
-  CHECK(tiny.host_bound > 0);  // 128 tokens: launches outlast the kernels
+  CHECK(tiny.host_bound > 0);  // 32 tokens: launches outlast the kernels and their fixed costs
   w.batch = 8;
   w.seq = 4096;
   const StepTime big = step_time(in, TimeOptions{});

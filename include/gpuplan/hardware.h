@@ -39,6 +39,9 @@ struct Device {
   std::optional<double> tdp_watts;
   // Maximum achievable matmul FLOP/s (large bf16 GEMMs, best shape) as a share of the dense bf16 peak, measured.
   std::optional<double> matmul_efficiency;
+  // The same in a short burst at the boost clock (the MAMF finder's 100 iterations), where it is above the sustained
+  // rate: the rate a GPU's power limit lets GEMMs reach between lighter kernels (step_time.h gemm_power_limit).
+  std::optional<double> matmul_burst_efficiency;
   // The boost clock of the GPU's cores (Hz), from its vendor's specification: a kernel's fixed cost is a number of
   // cycles (throughput.h KernelFloor).
   std::optional<double> boost_clock_hz;

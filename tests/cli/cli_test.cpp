@@ -340,9 +340,9 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
   REQUIRE(!j["best"].empty());
   for (const auto& b : j["best"]) {
     INFO(b["gpu"] << " " << b["weights"]);
-    const auto& d = builtin_catalog().get(b["gpu"].get<std::string>());
+    const auto& d = gpuplan::builtin_catalog().get(b["gpu"].get<std::string>());
     CHECK((d.vendor == "NVIDIA" || d.vendor == "AMD"));
-    CHECK_FALSE(cannot_run(d, Profile::vllm, parse_enum<WeightFormat>(weight_format_names, b["weights"].get<std::string>(), "w")));
+    CHECK_FALSE(gpuplan::cannot_run(d, gpuplan::Profile::vllm, gpuplan::parse_enum<gpuplan::WeightFormat>(gpuplan::weight_format_names, b["weights"].get<std::string>(), "w")));
   }
 }
 

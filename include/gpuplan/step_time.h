@@ -487,8 +487,11 @@ inline double host_optimizer_seconds(double params, Profile profile) {
 }
 
 // Activation offloading's copies per micro-batch: every saved tensor to the host in forward and back in backward,
-// over PCIe 5 on side streams (torchtune OffloadActivations): what the compute does not cover waits.
-inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkload& w, double tokens, double compute) {
+// over PCIe 5. PyTorch's torch.autograd.graph.save_on_cpu (torch 2.11 autograd/graph.py: pack_to_cpu's copy_ into
+// pinned memory, unpack's .to(device) on the current stream) copies on the compute stream, so the copies add to the
+// step (measured_f1s: a 3B model's step 2.6 s against 0.5 s without); torchtune's OffloadActivations can overlap
+// them on a side stream, which this does not assume.
+inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkload& w, double tokens) {
   if (!w.activation_offload) return 0.0;
   const PrecisionRecipe pr = recipe_of(w.precision);
   double per_token = 0;
@@ -500,7 +503,7 @@ inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkl
   // This GPU's share: its pipeline stage's layers, its tensor-parallel slice (the hidden-width tensors too, as
   // under sequence parallelism: a bound from below where they are replicated).
   const double share = 1.0 / double(w.pp * w.tp);
-  return std::max(0.0, 2.0 * per_token * share * tokens / pcie5_x16_bytes_per_s - compute);
+  return 2.0 * per_token * share * tokens / pcie5_x16_bytes_per_s;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -637,12 +640,9 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
       t.hardware_flops = sw.work.matmul_flops + sw.work.attention_flops;
     }
   }
-  // Activation offloading's copies beyond what the micro-batch's compute covers (counted with the host's share:
-  // neither is a kernel of the GPU's).
+  // Activation offloading's copies, on the compute stream (counted with the host's share: not a kernel's FLOPs).
   const double offload =
-      in.model ? activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp)),
-                                            fwd.gpu() + bwd.gpu())
-               : 0.0;
+      in.model ? activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp))) : 0.0;
   slot += offload;
   const double m = double(w.grad_accum);
   // Hiding the expert all-to-all behind compute takes streaming multiprocessors from the compute kernels: DeepSeek-V3

@@ -66,6 +66,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--gpu-free", o.gpu_free, "llama.cpp: the GPU's free memory at start (default: its total less the "
                                            "CUDA context), what --fit places for");
   cmd.add_option("--n-cpu-moe", o.n_cpu_moe, "llama.cpp --n-cpu-moe: routed experts of the first N layers in host memory");
+  cmd.add_option("--host-memory-bandwidth", o.host_memory_bandwidth,
+                 "llama.cpp: the host's memory bandwidth for weights left there (default 89.6GB/s: dual-channel "
+                 "DDR5-5600, 2 × 64 bit × 5600 MT/s)");
   cmd.add_flag("--cpu-moe", o.cpu_moe, "llama.cpp --cpu-moe: every layer's routed experts in host memory");
   cmd.add_option("--override-tensor", w.llama_cpp.override_tensor,
                  "llama.cpp -ot PATTERN=CPU (repeatable, or comma-separated): tensors matching PATTERN in host memory "
@@ -128,6 +131,9 @@ nlohmann::json infer_report(const InferOptions& o) {
   if (o.n_cpu_moe < -1) throw InputError("--n-cpu-moe must be 0 or more");
   if (o.n_cpu_moe >= 0) w.llama_cpp.n_cpu_moe = o.n_cpu_moe;
   if (o.cpu_moe) w.llama_cpp.n_cpu_moe = std::numeric_limits<std::int64_t>::max();
+  // Dual-channel DDR5-5600: 2 channels × 64 bit × 5600 MT/s = 89.6 GB/s (JEDEC JESD79-5 speed bin), a desktop's.
+  const ByteRate host_bandwidth = o.host_memory_bandwidth.empty() ? ByteRate(89.6e9) : parse_byte_rate(o.host_memory_bandwidth);
+  if (!(host_bandwidth.in(unit::bytes_per_s) > 0)) throw InputError("--host-memory-bandwidth must be positive");
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
   w.stored = source.stored_language();
@@ -137,10 +143,18 @@ nlohmann::json infer_report(const InferOptions& o) {
   const Catalog cat = load_catalog(o.fit.catalogs);
   std::optional<Device> unlisted;
   const Device* device = fit_device(o.fit, cat, unlisted);
+  // On a Mac, llama.cpp's Metal back end may take recommendedMaxWorkingSetSize of the unified memory, not all of it.
+  std::optional<Device> metal;
+  if (device && device->vendor == "Apple" && llama_cpp_engine(w.profile)) {
+    metal = *device;
+    metal->usable_memory = metal_working_set(device->capacity());
+    device = &*metal;
+  }
   if (device) {
     w.device_memory = device->capacity();
     w.cuda_total = device->cuda_total_memory;
     w.device_is_a100 = device->id.rfind("a100", 0) == 0;
+    w.device_is_rocm = device->vendor == "AMD";
     w.link = gpu_link_of(device->interconnect);
     w.mxfp4_kernel = mxfp4_backend(device->memory_type.rfind("HBM", 0) == 0, device->peak.fp8.has_value(),
                                    device->peak.fp4.has_value());
@@ -182,6 +196,11 @@ nlohmann::json infer_report(const InferOptions& o) {
     report["assumptions"].push_back("weights as the checkpoint is released: " + source.shipped_weights +
                                     " (--weights bf16 for the 16-bit model)");
   report["solve"] = solve;
+  if (metal)
+    report["assumptions"].push_back("Metal: llama.cpp's buffers may take recommendedMaxWorkingSetSize, " +
+                                    detail::decimal(metal->capacity().in(unit::bytes) / 1073741824.0, 2) +
+                                    " GiB of the unified memory (3/4 from 36 GB, 2/3 below; raised by "
+                                    "sysctl iogpu.wired_limit_mb)");
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);
     // vLLM and SGLang: the setup fits when the engine starts (its pool holds one max_model_len request) and the
@@ -233,6 +252,13 @@ nlohmann::json infer_report(const InferOptions& o) {
     engine.version = w.llama_cpp.version;
     engine.flash_attn = w.llama_cpp.flash_attn;
     engine.ubatch = w.llama_cpp.n_ubatch;
+    const ServingDetails& sv = est.serving;
+    if (sv.host_dense_weights && sv.host_expert_weights) {
+      engine.offload.dense_bytes = sv.host_dense_weights->in(unit::bytes);
+      engine.offload.expert_bytes = sv.host_expert_weights->in(unit::bytes);
+      engine.offload.bandwidth = host_bandwidth.in(unit::bytes_per_s);
+      engine.offload.pcie = pcie_x16_bytes_per_s(device->pcie_gen.value_or(4));
+    }
     const Throughput t = serving_throughput(spec, *device, est.weights, est.weight_bytes.in(unit::bytes),
                                             est.kv_bytes_per_token.in(unit::bytes), w.batch, w.prompt_len, avg_ctx,
                                             w.tp, eff, engine);
@@ -247,12 +273,24 @@ nlohmann::json infer_report(const InferOptions& o) {
                ? ", the host's scheduling and sampling between steps" + std::string(w.tp > 1 ? ", the all-reduces" : "")
                : "") +
           " (fitted on published tables: tests/data/throughput)");
+    if (engine.offload.any())
+      report["assumptions"].push_back(
+          "weights in host memory (" + detail::decimal((engine.offload.dense_bytes + engine.offload.expert_bytes) / 1073741824.0, 2) +
+          " GiB): the CPU reads them at decode from host memory at " +
+          detail::decimal(engine.offload.bandwidth / 1e9, 1) + " GB/s" +
+          (o.host_memory_bandwidth.empty() ? " (dual-channel DDR5-5600; --host-memory-bandwidth)" : "") + " × " +
+          detail::decimal(HostOffload::memory_efficiency, 2) + " (" +
+          detail::decimal(t.decode_host_memory.in(unit::seconds) * 1e3, 2) +
+          " ms a token); prompt ubatches of 32+ tokens copy them to the GPU over PCIe " +
+          std::to_string(device->pcie_gen.value_or(4)) + ".0 x16 (" + detail::decimal(engine.offload.pcie / 1e9, 1) +
+          " GB/s × " + detail::decimal(HostOffload::pcie_efficiency, 2) + ")");
     report["throughput"] = {{"prefill_tokens_per_s", t.prefill_tokens_per_s},
                             {"decode_tokens_per_s", t.decode_tokens_per_s},
                             {"decode_tokens_per_s_per_sequence", t.decode_tokens_per_s / double(w.batch)},
                             {"time_to_first_token_seconds", t.prefill.in(unit::seconds)},
                             {"per_token_latency_seconds", t.decode_step.in(unit::seconds)},
-                            {"decode_bound", t.decode_host_bound       ? "host (eager operators)"
+                            {"decode_bound", t.decode_host_memory_bound ? "host memory (weights on the CPU)"
+                                             : t.decode_host_bound       ? "host (eager operators)"
                                              : t.decode_overhead_bound ? "engine overhead (kernels, host step)"
                                              : t.decode_compute_bound  ? "compute"
                                                                        : "memory bandwidth"},

@@ -112,7 +112,10 @@ struct Point {
 // and its KV pool holds the concurrency at the context (infer's verdict), so a sweep shows the pool and what it
 // holds rather than a total that grows past the GPU.
 std::optional<EnginePool> engine_pool(const nlohmann::json& report) {
-  const auto& s = report["serving"];
+  // A train report has no "serving": the const operator[] must not be asked for a key that is absent.
+  const auto it = report.find("serving");
+  if (it == report.end()) return std::nullopt;
+  const auto& s = *it;
   if (!s.is_object() || !s.contains("kv_pool_bytes") || s["kv_pool_bytes"].is_null()) return std::nullopt;
   return EnginePool{s["starts"].get<bool>(), s["kv_pool_bytes"].get<double>(),
                     s["max_concurrent_sequences"].is_null() ? 0.0 : s["max_concurrent_sequences"].get<double>()};

@@ -126,6 +126,20 @@ std::vector<std::string> split_targets(const std::string& text) {
 
 namespace {
 
+// The matmul rate the step ran at, as the assumptions say it: the burst rate where the power limit allowed it, or
+// the sustained one, as a share of the dense peak.
+std::string matmul_rate_note(const Device& d, Precision p, const KernelRates& k, double slowdown) {
+  const DeviceRates r = device_rates(d, p, k);
+  const double peak = peak_for(d, compute_format(p)).value_or(0);
+  if (peak <= 0) return "no matmul rate for this device";
+  const auto pct = [&](double rate) { return fmt::format("{:.0f}%", 100 * rate / peak); };
+  if (r.burst <= 1)
+    return "matmuls at " + pct(r.gemm) + " of the dense peak" +
+           (d.matmul_efficiency ? "" : ", no measured rate for this device");
+  return "matmuls at " + pct(r.gemm / slowdown) + " of the dense peak: " + pct(r.gemm) + " in bursts, " +
+         pct(r.gemm / r.burst) + " back to back at the power limit";
+}
+
 // The step-time model's inputs for a layout on a device.
 StepInputs step_inputs(const ModelSpec& spec, const TrainingWorkload& w, const Device& d, Params trainable_on_gpu, double host_optimizer_seconds, const std::vector<Communication>& comms) {
   StepInputs in;
@@ -245,9 +259,7 @@ void add_run_report(nlohmann::json& report, const ModelSpec& spec, const Trainin
   report["assumptions"].push_back(
       r.mfu > 0 ? "time: the model FLOPs at the stated --mfu"
                 : "time: step-time model with " + std::string(spell<Kernels>(kernels_names, st.kernels)) +
-                      " kernels (matmuls at " + fmt::format("{:.0f}", 100 * time.rates.gemm16 *
-                                                           device->matmul_efficiency.value_or(time.rates.default_matmul_efficiency)) +
-                      "% of the dense peak" + (device->matmul_efficiency ? "" : ", no measured rate for this device") +
+                      " kernels (" + matmul_rate_note(*device, w.precision, time.rates, st.gemm_slowdown) +
                       "); the MFU is what it implies (docs/time-accuracy.md)");
   nlohmann::json parts = nullptr;
   if (r.mfu <= 0)

@@ -335,7 +335,15 @@ void render_infer_table(const json& r, std::ostream& out) {
                    : fmt::format(" (routed experts of {} in host memory)", sv["host_expert_layers"].get<std::int64_t>()),
                gib(sv["host_memory_bytes"].get<double>()));
   fit_lines(r, out);
-  if (r.contains("throughput") && !r["throughput"].is_null()) {
+  if (r.contains("throughput") && !r["throughput"].is_null() && r["throughput"]["prefill_tokens_per_s"].is_null()) {
+    // A device with a bandwidth but no compute rate (Apple GPUs, --gpu-memory with --memory-bandwidth): decode's
+    // lower bound alone.
+    const json& t = r["throughput"];
+    fmt::print(out, "\nThroughput decode at most {:.1f} tokens/s ({:.1f} ms per token at {:.0f}% of bandwidth); no compute "
+                    "rate: prefill not estimated\n",
+               t["decode_tokens_per_s"].get<double>(), 1000 * t["per_token_latency_seconds"].get<double>(),
+               100 * t["efficiency"]["memory"].get<double>());
+  } else if (r.contains("throughput") && !r["throughput"].is_null()) {
     const json& t = r["throughput"];
     fmt::print(out, "\nThroughput prefill {:.0f} tokens/s (first token after {:.3f} s); decode {:.1f} tokens/s "
                     "({:.1f} per sequence, {:.1f} ms per token, {}-bound)\n           roofline at {:.0f}% of bandwidth, "

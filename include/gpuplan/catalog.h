@@ -157,6 +157,9 @@ inline Device parse_device(Validator& v, const nlohmann::json& o, const std::str
   d.matmul_efficiency = v.num(o, ptr, "matmul_efficiency", false);
   if (d.matmul_efficiency && !(*d.matmul_efficiency > 0 && *d.matmul_efficiency <= 1))
     throw DataError(ptr + "/matmul_efficiency: expected a share in (0, 1]");
+  d.matmul_burst_efficiency = v.num(o, ptr, "matmul_burst_efficiency", false);
+  if (d.matmul_burst_efficiency && !(*d.matmul_burst_efficiency > 0 && *d.matmul_burst_efficiency <= 1))
+    throw DataError(ptr + "/matmul_burst_efficiency: expected a share in (0, 1]");
   d.boost_clock_hz = v.num(o, ptr, "boost_clock_hz", false);
   if (d.boost_clock_hz && !(*d.boost_clock_hz >= 1e8 && *d.boost_clock_hz <= 5e9))
     throw DataError(ptr + "/boost_clock_hz: expected a clock between 100 MHz and 5 GHz");

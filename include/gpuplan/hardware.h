@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <optional>
 #include <utility>
 #include <string>
@@ -38,6 +39,9 @@ struct Device {
   std::optional<double> tdp_watts;
   // Maximum achievable matmul FLOP/s (large bf16 GEMMs, best shape) as a share of the dense bf16 peak, measured.
   std::optional<double> matmul_efficiency;
+  // The same in a short burst at the boost clock (the MAMF finder's 100 iterations), where it is above the sustained
+  // rate: the rate a GPU's power limit lets GEMMs reach between lighter kernels (step_time.h gemm_power_limit).
+  std::optional<double> matmul_burst_efficiency;
   // The boost clock of the GPU's cores (Hz), from its vendor's specification: a kernel's fixed cost is a number of
   // cycles (throughput.h KernelFloor).
   std::optional<double> boost_clock_hz;
@@ -61,10 +65,27 @@ struct Device {
   bool named(const std::string& typed) const {
     const std::string k = name_key(typed);
     auto same = [&](const std::string& x) { return name_key(x) == k; };
+
     return same(id) || same(name) || std::any_of(aliases.begin(), aliases.end(), same);
   }
   bool operator==(const Device&) const = default;
 };
+
+// Metal's recommendedMaxWorkingSetSize on a unified-memory Mac: what its GPU buffers may take, which ggml-metal
+// reports as the device's total (llama.cpp and Ollama place layers for it): 2/3 of RAM below 36 GB, 3/4 from 36 GB
+// (logged: 11,453.25 MB on a 16 GB M4, llama.cpp issue #11083; 38,654.71 MB on a 48 GB M3 Max, LLamaSharp issue
+// #835; Apple's catalog note in data/hardware/apple.json). `sysctl iogpu.wired_limit_mb` raises it.
+inline Bytes metal_working_set(Bytes ram) {
+  const double b = ram.in(unit::bytes);
+  return Bytes(b * (b >= 36.0 * 1073741824.0 ? 3.0 / 4.0 : 2.0 / 3.0));
+}
+
+// A PCIe x16 link's bandwidth each way: 2.5 and 5 GT/s a lane for gen 1 and 2 (8b/10b coding), 8 GT/s for gen 3
+// doubling each generation after (128b/130b): 15.75, 31.5 and 63 GB/s for gen 3, 4 and 5 (PCI-SIG specifications).
+inline double pcie_x16_bytes_per_s(int gen) {
+  const double gt = gen <= 1 ? 2.5 : gen == 2 ? 5.0 : 8.0 * std::pow(2.0, gen - 3);
+  return gt * 1e9 * 16 * (gen >= 3 ? 128.0 / 130.0 : 0.8) / 8;
+}
 
 struct Offering {
   std::string provider;

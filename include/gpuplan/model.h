@@ -41,9 +41,13 @@ struct MlaSpec {  // DeepSeek multi-head latent attention (DeepSeek-V2 §2.1)
   bool operator==(const MlaSpec&) const = default;
 };
 
-// Gated DeltaNet linear attention (Qwen3-Next, HF Qwen3NextGatedDeltaNet): a fixed recurrent state per sequence
-// instead of a KV cache that grows with the context.
+// Linear attention: a fixed recurrent state per sequence instead of a KV cache that grows with the context. Gated
+// DeltaNet (Qwen3-Next, HF Qwen3NextGatedDeltaNet) or Kimi Delta Attention (Kimi Linear, KimiDeltaAttention): the
+// same state (a conv window over q, k, v and a key×value matrix per head), different projections.
+enum class LinearAttentionKind { gated_deltanet, kda };
+
 struct LinearAttentionSpec {
+  LinearAttentionKind kind = LinearAttentionKind::gated_deltanet;
   std::int64_t key_heads = 0;
   std::int64_t value_heads = 0;
   std::int64_t key_head_dim = 0;
@@ -206,8 +210,29 @@ inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
 
 // HF Qwen3NextGatedDeltaNet: one projection to q, k, v and the output gate z, one to the per-head beta and decay
 // inputs, a depthwise causal conv1d over q, k, v, per-head dt_bias and A_log, a gated RMSNorm over value_head_dim.
+// Kimi Linear's KimiDeltaAttention (modeling_kimi.py): q, k, v projections each with a depthwise causal conv, the
+// decay gate and the output gate as low-rank pairs through head_dim (the output gate's second half with a bias), a
+// per-head beta projection, per-head A_log, dt_bias over the key width, a gated RMSNorm over head_dim.
+inline void add_kda_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
+  const auto& a = s.linear;
+  add_linear(v, "q_proj", a.key_dim(), s.hidden, false);
+  add_linear(v, "k_proj", a.key_dim(), s.hidden, false);
+  add_linear(v, "v_proj", a.value_dim(), s.hidden, false);
+  add(v, "qkv_conv1d", a.conv_dim() * a.conv_kernel, 1, false);
+  add_linear(v, "f_a_proj", a.value_head_dim, s.hidden, false);
+  add_linear(v, "f_b_proj", a.key_dim(), a.value_head_dim, false);
+  add_linear(v, "b_proj", a.value_heads, s.hidden, false);
+  add(v, "A_log", a.value_heads, 1, false);
+  add(v, "dt_bias", a.key_dim(), 1, false);
+  add_linear(v, "g_a_proj", a.value_head_dim, s.hidden, false);
+  add_linear(v, "g_b_proj", a.value_dim(), a.value_head_dim, true);
+  add(v, "o_norm", a.value_head_dim, 1, false);
+  add_linear(v, "o_proj", s.hidden, a.value_dim(), false);
+}
+
 inline void add_linear_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
   const auto& a = s.linear;
+  if (a.kind == LinearAttentionKind::kda) return add_kda_attention(v, s);
   add_linear(v, "in_proj_qkvz", 2 * a.key_dim() + 2 * a.value_dim(), s.hidden, false);
   add_linear(v, "in_proj_ba", 2 * a.value_heads, s.hidden, false);
   add(v, "conv1d", a.conv_dim() * a.conv_kernel, 1, false);

@@ -81,6 +81,14 @@ inline void read_attention_shape(ModelSpec& s, const HfConfig& c) {
   s.max_positions = c.integer("max_position_embeddings", 0);
 }
 
+// Kimi Linear keeps its KDA layers' shape under linear_attn_config.
+inline const nlohmann::json& kimi_linear_config(const HfConfig& c) {
+  const auto& r = c.raw();
+  if (!r.contains("linear_attn_config") || !r["linear_attn_config"].is_object())
+    throw DataError(c.where() + ": kimi_linear needs linear_attn_config");
+  return r["linear_attn_config"];
+}
+
 // Each layer's attention: layer_types (transformers ≥ 4.53) where the config lists it, else the family's pattern.
 // Windowed layers (sliding, or Llama 4's chunked) keep at most sliding_window tokens; linear ones a fixed state.
 inline std::string default_layer_type(const ModelSpec& s, const HfConfig& c, const std::string& type, std::int64_t l) {
@@ -103,6 +111,13 @@ inline std::string default_layer_type(const ModelSpec& s, const HfConfig& c, con
   if (type == "qwen3_next") {
     const std::int64_t every = std::max<std::int64_t>(1, c.integer("full_attention_interval", 4));
     return (l + 1) % every != 0 ? "linear_attention" : "full_attention";
+  }
+  if (type == "kimi_linear") {  // linear_attn_config.kda_layers: the KDA layers, numbered from 1
+    const auto& kda = kimi_linear_config(c)["kda_layers"];
+    if (!kda.is_array()) throw DataError(c.where() + ": linear_attn_config.kda_layers must be a list");
+    for (const auto& k : kda)
+      if (k.is_number_integer() && k.get<std::int64_t>() == l + 1) return "linear_attention";
+    return "full_attention";
   }
   return "full_attention";
 }
@@ -208,9 +223,10 @@ inline void read_moe(ModelSpec& s, const HfConfig& c, const std::string& type) {
     s.moe.shared_intermediate = s.moe.intermediate;
     set_moe_layers(s, 0, c.integer("interleave_moe_layer_step", 1));
     s.moe.dense_routing = true;  // Llama4TextMoe: hidden_states.repeat(num_experts, 1) · scores, then bmm
-  } else if ((type == "deepseek_v3" || type == "deepseek_v2" || type == "glm4_moe") && c.integer("num_experts", 0) > 0) {
+  } else if ((type == "deepseek_v3" || type == "deepseek_v2" || type == "glm4_moe" || type == "kimi_linear") &&
+             c.integer("num_experts", 0) > 0) {
     read_routed_experts(s, c, "moe_intermediate_size");
-    s.moe.shared_experts = c.integer("n_shared_experts", 0);
+    s.moe.shared_experts = c.integer("n_shared_experts", c.integer("num_shared_experts", 0));  // Kimi's name
     s.moe.shared_intermediate = s.moe.intermediate;
     s.moe.router_bias = type != "deepseek_v2";  // noaux_tc routing keeps a per-expert score bias
     set_moe_layers(s, c.integer("first_k_dense_replace", 0), c.integer("moe_layer_freq", 1));
@@ -244,6 +260,13 @@ inline void read_attention_details(ModelSpec& s, const HfConfig& c, const std::s
     s.linear.value_head_dim = c.integer("linear_value_head_dim");
     s.linear.conv_kernel = c.integer("linear_conv_kernel_dim");
   }
+  if (type == "kimi_linear") {  // KDA: as many key as value heads, one head_dim for both
+    const HfConfig k(kimi_linear_config(c), c.where() + ": linear_attn_config");
+    s.linear.kind = LinearAttentionKind::kda;
+    s.linear.key_heads = s.linear.value_heads = k.integer("num_heads");
+    s.linear.key_head_dim = s.linear.value_head_dim = k.integer("head_dim");
+    s.linear.conv_kernel = k.integer("short_conv_kernel_size");
+  }
 }
 
 inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
@@ -259,7 +282,7 @@ inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
   read_attention_details(s, c, type);
   read_layer_types(s, c, type);
   read_rope(s, c);
-  if (type == "deepseek_v3" || type == "deepseek_v2") read_mla(s, c);
+  if (type == "deepseek_v3" || type == "deepseek_v2" || type == "kimi_linear") read_mla(s, c);
   read_moe(s, c, type);
   return s;
 }
@@ -311,12 +334,13 @@ inline ModelSpec from_gpt_neox(const HfConfig& c) {
 inline constexpr std::string_view llama_like_types[] = {
     "llama",      "mistral", "mixtral",     "qwen2",   "qwen2_moe",  "qwen3",      "qwen3_moe",        "qwen3_next",
     "gemma",      "gemma2",  "gemma3_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",     "glm4_moe",
-    "gpt_oss",    "olmo2",   "granite",     "granitemoe", "granitemoeshared", "llama4_text", "seed_oss"};
+    "gpt_oss",    "olmo2",   "granite",     "granitemoe", "granitemoeshared", "llama4_text", "seed_oss",
+    "kimi_linear"};
 
 inline constexpr const char* supported_model_types =
     "llama, llama4 (text), mistral, mistral3 (text), mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, "
     "gemma2, gemma3 (text), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, deepseek_v2, deepseek_v3, glm4_moe, gpt_oss, "
-    "olmo2, granite, granitemoe, granitemoeshared, seed_oss";
+    "olmo2, granite, granitemoe, granitemoeshared, seed_oss, kimi_linear";
 
 // Parse an HF config object; `where` names it in errors (a path or a preset id).
 inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string& where) {

@@ -16,6 +16,7 @@
 #include "memory/workload.h"
 #include "model.h"
 #include "parallel.h"
+#include "throughput.h"
 
 namespace gpuplan {
 
@@ -24,10 +25,16 @@ namespace gpuplan {
 // steps (tests/data/calibration, H100/H200) and the published runs (tests/data/time/published_runs.jsonl); the
 // derivation is in docs/time-accuracy.md.
 struct KernelRates {
-  // 16-bit matmuls in training, as a share of the device's sustained matmul rate (the catalog's matmul_efficiency:
-  // H100/H200 measured at 68 % of the dense peak once clocks settle at the 700 W limit; A100 SXM 86.9 % in the
-  // MAMF table). Training GEMMs run at the shapes the model gives them, back to back with other kernels.
+  // 16-bit matmuls in training, as a share of the device's maximum achievable matmul rate: the burst rate
+  // (catalog matmul_burst_efficiency: H100/H200 80.3 % of the dense peak in the MAMF table) where the GPU's power
+  // limit allows it (see gemm_power_limit), else the sustained rate (matmul_efficiency: H100/H200 68 % once clocks
+  // settle at the 700 W limit, measured here; A100 SXM 86.9 % in the MAMF table). Training GEMMs run at the shapes
+  // the model gives them, back to back with other kernels.
   double gemm16 = 0.84;
+  // Power the memory-bound and attention kernels draw at the burst clock, as a share of the TDP: what leaves the
+  // GEMMs of a step room above their sustained clock. Fitted to the fit half of the measured single-GPU steps
+  // (tests/data/calibration, H100/H200, whose eager steps spend 30–60 % of their time outside GEMMs).
+  double other_power = 0.60;
   // A device without a measured rate: 0.75 of the dense peak (between the sustained H100 and the A100 figures).
   double default_matmul_efficiency = 0.75;
   // FP8 matmuls (Transformer Engine, DeepGEMM): per unit of peak, 0.905 of the 16-bit share — measured sustained on
@@ -39,8 +46,13 @@ struct KernelRates {
   // FlashAttention-3 up to 75 % (Shah et al. 2024, §1); 0.40 for the mix of kernels frameworks pick.
   double attention = 0.40;
   // Memory-bound kernels, share of the memory bandwidth: a device-to-device copy reaches ~90 % (3.0 of 3.35 TB/s
-  // on H100, 4.3 of 4.8 TB/s on H200); elementwise kernels with several inputs and reductions less.
+  // on H100, 4.3 of 4.8 TB/s on H200); elementwise kernels with several inputs and reductions less. Fused stacks:
+  // their fewer, larger kernels' fixed costs are inside this share.
   double memory = 0.70;
+  // HF eager kernels once each kernel's fixed cost is counted apart (KernelFloor::launched_cycles, throughput.h: a
+  // kernel launched on its own costs 10,000 core cycles beyond its bytes, fitted on serving's data): 0.8, fitted on
+  // the fit half of the measured single-GPU steps (of 0.7, 0.8, 0.9).
+  double memory_eager = 0.80;
   // Host cost of one eager PyTorch operator with autograd (Python module call, dispatcher, launch): the GPU idles
   // when its kernels finish sooner than the host issues them. Fitted to the measured single-GPU steps whose GPU work
   // is small (1B models at 1K–2K tokens per step; tests/data/calibration), where the host sets the pace.
@@ -90,6 +102,7 @@ struct TimeOptions {
 struct PassWork {
   double gemm_flops = 0;       // matmuls at the tensor rate of the precision's format
   double gemm32_flops = 0;     // fp32 matmuls (PEFT's adapters outside autocast)
+  double gemm32_bytes = 0;     // what those read and write
   double gemm_bytes = 0;       // what the matmuls read and write (weights, inputs, outputs)
   double attention_flops = 0;  // flash-attention kernels
   double memory_bytes = 0;     // memory-bound kernels
@@ -106,6 +119,7 @@ struct MicrobatchWork {
 inline void add_scaled(PassWork& a, const PassWork& b, double n) {
   a.gemm_flops += n * b.gemm_flops;
   a.gemm32_flops += n * b.gemm32_flops;
+  a.gemm32_bytes += n * b.gemm32_bytes;
   a.gemm_bytes += n * b.gemm_bytes;
   a.attention_flops += n * b.attention_flops;
   a.memory_bytes += n * b.memory_bytes;
@@ -126,27 +140,38 @@ using LayerKindWork = std::array<std::optional<MicrobatchWork>, 4>;
 // A device's rates for a precision: FLOP/s per kind of kernel, bytes/s for memory-bound work, seconds per operator.
 struct DeviceRates {
   double gemm = 0, gemm32 = 0, attention = 0, bytes = 0, host_op = 0;
+  double kernel_floor = 0;  // seconds of fixed GPU cost per eager operator's kernel
+  double burst = 1;  // 16-bit burst matmul rate over the sustained one: the GEMMs' power at the burst clock per TDP
+  double other_power = 1;
 };
 
-inline DeviceRates device_rates(const Device& d, Precision p, const KernelRates& k) {
+inline DeviceRates device_rates(const Device& d, Precision p, const KernelRates& k, Kernels kernels = Kernels::fused) {
+  const bool eager = kernels == Kernels::eager;
   const ComputeFormat f = compute_format(p);
   const double peak16 = peak_for(d, ComputeFormat::bf16).value_or(0);
   const double fp32 = peak_for(d, ComputeFormat::fp32).value_or(peak16 / 16) * k.gemm32;
-  const double share16 = k.gemm16 * d.matmul_efficiency.value_or(k.default_matmul_efficiency);
+  const double sustained = d.matmul_efficiency.value_or(k.default_matmul_efficiency);
+  const double share16 = k.gemm16 * sustained;
   DeviceRates r;
+  // A burst rate is measured for 16-bit GEMMs only: fp8 and fp32 stay at their sustained rates.
+  if (f == ComputeFormat::bf16 || f == ComputeFormat::fp16)
+    r.burst = std::max(1.0, d.matmul_burst_efficiency.value_or(sustained) / sustained);
+  r.other_power = k.other_power;
   r.gemm = f == ComputeFormat::fp32 ? fp32
            : f == ComputeFormat::fp8 ? peak_for(d, f).value_or(peak16) * share16 * k.fp8_vs_16bit
-                                     : peak16 * share16;
+                                     : peak16 * share16 * r.burst;
   r.gemm32 = fp32;
   r.attention = peak16 * k.attention;
-  r.bytes = d.memory_bandwidth.in(unit::bytes_per_s) * k.memory;
+  r.bytes = d.memory_bandwidth.in(unit::bytes_per_s) * (eager ? k.memory_eager : k.memory);
+  // Eager operators launch a kernel or two each, one by one: each costs the serving model's fixed cycles.
+  r.kernel_floor = eager ? kernel_seconds(d, KernelFloor::launched_cycles) : 0.0;
   r.host_op = k.host_op_seconds;
   return r;
 }
 
 struct PassTime {
-  double gemm = 0, attention = 0, memory = 0, host = 0;
-  double gpu() const { return gemm + attention + memory; }
+  double gemm = 0, attention = 0, memory = 0, host = 0, floor = 0;  // floor: the kernels' fixed costs
+  double gpu() const { return gemm + attention + memory + floor; }
   double wall() const { return std::max(gpu(), host); }  // the host issues ahead while the GPU is busier
   double host_excess() const { return std::max(0.0, host - gpu()); }  // wall() − gpu(), never a rounding residue
 };
@@ -156,11 +181,31 @@ struct PassTime {
 inline PassTime pass_time(const PassWork& p, const DeviceRates& r) {
   auto at = [](double work, double rate) { return work > 0 ? work / rate : 0.0; };  // no work takes no time
   PassTime t;
-  t.gemm = at(p.gemm_flops, r.gemm) + at(p.gemm32_flops, r.gemm32) + at(p.gemm_bytes, r.bytes);
+  // PEFT's fp32 adapters are skinny (rank ≪ width: ~8 FLOPs per byte at rank 16) and run on the CUDA cores, whose
+  // FLOPs overlap the input they stream: the slower of the two.
+  t.gemm = at(p.gemm_flops, r.gemm) + at(p.gemm_bytes, r.bytes) +
+           std::max(at(p.gemm32_flops, r.gemm32), at(p.gemm32_bytes, r.bytes));
   t.attention = at(p.attention_flops, r.attention);
   t.memory = at(p.memory_bytes, r.bytes);
   t.host = p.host_ops * r.host_op;
+  t.floor = p.host_ops * r.kernel_floor;
   return t;
+}
+
+// The GEMMs of one micro-batch slot under the GPU's power limit. Timed at the burst rate (a device's maximum
+// achievable matmul rate in short runs at the boost clock) they draw burst × TDP; back to back they settle at the
+// sustained rate, and the other kernels of the step draw other_power × TDP. With power proportional to the clock
+// (fixed voltage), a GEMM's energy per FLOP does not depend on its clock, and the slot's average power meets the TDP
+// when the GEMMs run at s of the burst clock with G / s + O = burst·G + other_power·O:
+// 1 / s = max(1, burst − (1 − other_power) · O / G), G the GEMM time at the burst rate, O the rest.
+// Returns how much slower than the burst rate the GEMMs run.
+inline double gemm_power_limit(PassTime& f, PassTime& b, const DeviceRates& r) {
+  const double g = f.gemm + b.gemm, other = f.attention + f.memory + b.attention + b.memory;
+  if (g <= 0 || r.burst <= 1) return 1.0;
+  const double slow = std::max(1.0, r.burst - (1.0 - r.other_power) * other / g);
+  f.gemm *= slow;
+  b.gemm *= slow;
+  return slow;
 }
 
 namespace detail {
@@ -171,8 +216,13 @@ namespace detail {
 // per element whatever the dtype), LayerNorm one fused kernel (read + write), residual adds (2 reads, 1 write),
 // rotary on q and k (mul cos, rotate_half's slices/neg/cat, mul sin, add: ~10 passes), the attention output
 // transposed to contiguous (2 passes), SwiGLU's act(gate)·up (5 passes) or GELU (2 passes), dropout (3 passes per
-// site). Fused: one kernel per norm with its residual add, fused rotary, fused SwiGLU/bias-GELU.
-inline double layer_forward_bytes(const ModelSpec& s, bool fused, double c, double hidden_split,
+// site). Qwen3 / Gemma 3 / OLMo 2 RMSNorm q and k too (over head_dim or all heads: the same elements).
+// Under autocast (r = 4: an fp32 model) the residual stream stays fp32: each residual add reads a 16-bit matmul
+// output and the fp32 stream and writes fp32; rotary multiplies the 16-bit q and k by HF's cos/sin, which take the
+// stream's dtype, so its passes run in fp32; autocast casts each linear's fp32 input (q, k, v, gate, up: 5 per
+// layer) to 16 bit (read 4, write 2). Fused: one kernel per norm with its residual add, fused rotary, fused
+// SwiGLU/bias-GELU.
+inline double layer_forward_bytes(const ModelSpec& s, bool fused, double c, double r, double hidden_split,
                                   std::int64_t layer, bool moe) {
   const double h = double(s.hidden) / hidden_split;  // hidden-width tensors (÷tp under sequence parallelism)
   const double q = double(s.q_dim()), kv = double(s.kv_dim());
@@ -180,6 +230,7 @@ inline double layer_forward_bytes(const ModelSpec& s, bool fused, double c, doub
                                double(s.moe.shared_intermediate) * double(s.moe.shared_experts)
                          : double(s.intermediate);
   const double norms = double(s.norms_per_layer);
+  const double qk_norm_elems = s.qk_norm ? q + kv : 0.0;
   const bool linear_attn = s.is_linear_layer(layer);
   const double rot = linear_attn ? 0.0 : (q + kv) * s.partial_rotary;
   const double gated = s.mlp == MlpKind::gated ? 1.0 : 0.0;
@@ -188,12 +239,15 @@ inline double layer_forward_bytes(const ModelSpec& s, bool fused, double c, doub
   const double act = !fused && s.activation == "gelu_new" ? 20.0 : 2.0;
   if (fused)
     return norms * 3 * c * h            // norm + residual add in one kernel: read x and residual, write
+           + 2 * c * qk_norm_elems      // q/k norms
            + 2 * c * rot                // fused rotary
            + (2 + gated) * c * ffn;     // fused act(gate)·up or bias-GELU
   const double per_norm = s.norm == NormKind::rms ? 36.0 : 2 * c;
-  double b = norms * per_norm * h + 2 * 3 * c * h  // norms, two residual adds
-             + 10 * c * rot + 2 * c * q            // rotary, attention output to contiguous
-             + (act + 3 * gated) * c * ffn;        // activation (and the gate product)
+  const double casts = r > c ? 5 * (r + c) * h : 0.0;  // autocast's copies of the linears' fp32 inputs
+  double b = norms * per_norm * h + 2 * (c + 2 * r) * h  // norms, two residual adds
+             + per_norm * qk_norm_elems                  // q/k norms
+             + 10 * r * rot + 2 * c * q                  // rotary, attention output to contiguous
+             + (act + 3 * gated) * c * ffn + casts;      // activation (and the gate product)
   if (s.dropout > 0) b += 3 * 3 * c * h;           // attention-probability dropout is inside the kernel
   if (moe) b += 6 * c * h * double(s.moe.experts_per_token);  // gather tokens, scale, index_add per expert
   return b;
@@ -206,7 +260,7 @@ namespace detail {
 struct WorkContext {  // what every part of a micro-batch's work needs to know
   const ModelSpec& r;
   const TrainingWorkload& w;
-  double tokens, c, weight_bytes, recompute_fwd;
+  double tokens, c, stream, weight_bytes, recompute_fwd;
   bool full_ft, autocast, fused;
 };
 
@@ -224,18 +278,21 @@ inline void add_matmul(MicrobatchWork& m, const WorkContext& x, double rows, dou
 }
 
 // PEFT's adapter on a targeted linear: x → dropout → A (in→r) → B (r→out) → ×scale → added to the base output.
-// PEFT keeps adapters in fp32: outside autocast x is cast up and the matmuls run at the fp32 rate.
+// PEFT keeps adapters in fp32: outside autocast x is cast up (c + 4 bytes per input element), the matmuls run at the
+// fp32 rate and the fp32 sum is cast back (12 + c per output element); under autocast lora_A casts its input (the
+// fp32 stream, or PEFT's fp32 copy of a 16-bit input) to 16 bit (r + c) and the scaled 16-bit output is added to the
+// base output (5c).
 inline void add_lora(MicrobatchWork& m, const WorkContext& x, double n, double rows, double out, double in) {
   const double rank = double(x.w.lora.rank);
   const double flops = 2.0 * n * rows * rank * (in + out);
   const double bytes = 4.0 * n * (rank * (in + out) + rows * (in + 2 * rank + out));
-  const double casts = x.autocast ? 0.0 : n * rows * (in * (x.c + 4) + out * (3 * 4 + x.c));  // x up, the sum down
-  double& fwd = x.autocast ? m.forward.gemm_flops : m.forward.gemm32_flops;
-  double& bwd = x.autocast ? m.backward.gemm_flops : m.backward.gemm32_flops;
-  fwd += flops;
-  bwd += flops * (2.0 + x.recompute_fwd);
-  m.forward.gemm_bytes += bytes;
-  m.backward.gemm_bytes += bytes * (2.0 + x.recompute_fwd);
+  const double casts = n * rows * (x.autocast ? in * (x.stream + x.c) + out * 5 * x.c : in * (x.c + 4) + out * (3 * 4 + x.c));
+  PassWork& f = m.forward;
+  PassWork& b = m.backward;
+  (x.autocast ? f.gemm_flops : f.gemm32_flops) += flops;
+  (x.autocast ? b.gemm_flops : b.gemm32_flops) += flops * (2.0 + x.recompute_fwd);
+  (x.autocast ? f.gemm_bytes : f.gemm32_bytes) += bytes;
+  (x.autocast ? b.gemm_bytes : b.gemm32_bytes) += bytes * (2.0 + x.recompute_fwd);
   m.forward.memory_bytes += casts;
   m.backward.memory_bytes += casts * (2.0 + x.recompute_fwd);
   m.matmul_flops += flops * (3.0 + x.recompute_fwd);
@@ -273,14 +330,15 @@ inline void add_layers(MicrobatchWork& m, const WorkContext& x, std::int64_t l, 
       add_lora(m, x, n, rows, double(g.out), double(g.in));
   }
   const double hidden_split = x.w.sp ? double(x.w.tp) : 1.0;
-  const double fwd_bytes = n * x.tokens * layer_forward_bytes(r, x.fused, x.c, hidden_split, l, moe);
+  const double fwd_bytes = n * x.tokens * layer_forward_bytes(r, x.fused, x.c, x.stream, hidden_split, l, moe);
   m.forward.memory_bytes += fwd_bytes;
   m.backward.memory_bytes += (2.0 + x.recompute_fwd) * fwd_bytes;
   // HF eager, counted in the Llama-family module code: ~45 operators forward (two RMSNorms of 6–8 ops, 4 projections
   // with their views and transposes, rotary ~14, SDPA and its reshapes, the MLP's 5, two residual adds) and ~60
-  // backward (autograd nodes, some with two kernels); Gemma's two extra norms add theirs.
-  m.forward.host_ops += n * (45 + 4 * (r.norms_per_layer - 2));
-  m.backward.host_ops += n * (60 + 5 * (r.norms_per_layer - 2));
+  // backward (autograd nodes, some with two kernels); Gemma's two extra norms and q/k norms add theirs.
+  const double extra_norms = double(r.norms_per_layer - 2) + (r.qk_norm ? 2.0 : 0.0);
+  m.forward.host_ops += n * (45 + 4 * extra_norms);
+  m.backward.host_ops += n * (60 + 5 * extra_norms);
   if (moe && !x.fused && !r.moe.dense_routing)
     // HF's MoE blocks route in eager PyTorch: router, top-k, one-hot masks and the per-expert dispatch are hundreds
     // of small operators, and their data-dependent shapes (nonzero/where) make the host wait for the GPU, so host
@@ -333,15 +391,19 @@ inline void add_attention(MicrobatchWork& m, const WorkContext& x) {
 inline void add_head(MicrobatchWork& m, const WorkContext& x) {
   const double V = double(x.r.vocab), H = double(x.r.hidden);
   add_matmul(m, x, x.tokens, V, H, 1, x.full_ft);  // lm_head (tied or not: it multiplies either way)
-  // Eager cross-entropy: logits to fp32, log-softmax, NLL; backward softmax − one-hot, back to the logits' dtype:
-  // ≈ 24 + 2c bytes per logit (Gemma 2's final soft-cap: tanh and scales, 24 more). Fused (Megatron's
-  // vocab-parallel or a fused CE kernel): read the logits twice, write the gradient: 4c.
-  // torchtune's chunked loss (compiled per chunk) and Liger's fused linear cross-entropy make the fused passes too.
-  const bool fused = x.fused || x.w.loss != Loss::eager;
-  const double per_logit = fused ? 4 * x.c : 24 + 2 * x.c + (x.r.final_logit_softcap > 0 ? 24.0 : 0.0);
-  // Of those passes the forward makes the upcast and the log-softmax (~40 %), backward the rest.
-  m.forward.memory_bytes += x.tokens * V * per_logit * 0.4;
-  m.backward.memory_bytes += x.tokens * V * per_logit * 0.6;
+  // Eager cross-entropy (HF ForCausalLMLoss, PyTorch 2.11 kernels), bytes per logit: the upcast to fp32 (read c,
+  // write 4); log-softmax over a row too long for shared memory (the max, the sum of exponentials and the output
+  // pass each read the row: 3 × 4 read, 4 written); backward NLL's zeroed gradient (4), log-softmax backward (the
+  // sum of the incoming gradient, then gradient and output read, input gradient written: 16) and the cast back
+  // (read 4, write c): 22 + c forward, 26 + c backward (Gemma 2's final soft-cap: tanh and scales, 24 more).
+  // torchtune's chunked loss runs the same passes chunk by chunk (it saves memory, not traffic). Fused (Megatron's
+  // vocab-parallel cross-entropy, Liger's Triton kernel): read the logits twice, write the gradient in place: 4c.
+  const bool fused = x.fused || x.w.loss == Loss::fused;
+  const double softcap = x.r.final_logit_softcap > 0 ? 24.0 : 0.0;
+  const double fwd_logit = fused ? 2 * x.c : 22 + x.c + softcap * 0.5;
+  const double bwd_logit = fused ? 2 * x.c : 26 + x.c + softcap * 0.5;
+  m.forward.memory_bytes += x.tokens * V * fwd_logit;
+  m.backward.memory_bytes += x.tokens * V * bwd_logit;
   m.forward.host_ops += 12;  // lm_head, upcast, shift, view, cross_entropy's own ops; as many backward
   m.backward.host_ops += 12;
 }
@@ -356,7 +418,7 @@ inline MicrobatchWork microbatch_work(const ModelSpec& r, const TrainingWorkload
   const ComputeFormat f = compute_format(w.precision);
   // Weight bytes a matmul reads: the stored dtype, the 16-bit copy autocast caches for the step, or fp8 copies.
   const double wb = f == ComputeFormat::fp8 ? 1.0 : pr.autocast ? 2.0 : pr.weight;
-  const detail::WorkContext x{r, w, tokens, pr.compute, wb, w.recompute == Recompute::full ? 1.0 : 0.0,
+  const detail::WorkContext x{r, w, tokens, pr.compute, pr.stream, wb, w.recompute == Recompute::full ? 1.0 : 0.0,
                               w.lora.rank == 0, pr.autocast, kernels == Kernels::fused};
   MicrobatchWork m;
   const double local_experts = r.moe.experts > 0 ? double(r.moe.experts) / double(w.ep) : 0.0;
@@ -425,8 +487,11 @@ inline double host_optimizer_seconds(double params, Profile profile) {
 }
 
 // Activation offloading's copies per micro-batch: every saved tensor to the host in forward and back in backward,
-// over PCIe 5 on side streams (torchtune OffloadActivations): what the compute does not cover waits.
-inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkload& w, double tokens, double compute) {
+// over PCIe 5. PyTorch's torch.autograd.graph.save_on_cpu (torch 2.11 autograd/graph.py: pack_to_cpu's copy_ into
+// pinned memory, unpack's .to(device) on the current stream) copies on the compute stream, so the copies add to the
+// step (measured_f1s: a 3B model's step 2.6 s against 0.5 s without); torchtune's OffloadActivations can overlap
+// them on a side stream, which this does not assume.
+inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkload& w, double tokens) {
   if (!w.activation_offload) return 0.0;
   const PrecisionRecipe pr = recipe_of(w.precision);
   double per_token = 0;
@@ -438,7 +503,7 @@ inline double activation_offload_seconds(const ModelSpec& s, const TrainingWorkl
   // This GPU's share: its pipeline stage's layers, its tensor-parallel slice (the hidden-width tensors too, as
   // under sequence parallelism: a bound from below where they are replicated).
   const double share = 1.0 / double(w.pp * w.tp);
-  return std::max(0.0, 2.0 * per_token * share * tokens / pcie5_x16_bytes_per_s - compute);
+  return 2.0 * per_token * share * tokens / pcie5_x16_bytes_per_s;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -463,7 +528,8 @@ inline double bubble_microbatches(PipelineSchedule sch, std::int64_t pp, std::in
 struct StepTime {
   // Seconds per optimizer step on the slowest pipeline stage's GPUs; total is their sum.
   double compute = 0;         // m micro-batches: matmuls, attention, memory-bound work (host-bound where slower)
-  double matmul = 0, attention = 0, memory_bound = 0, host_bound = 0;  // compute, by what limits it
+  // compute, by what limits it (memory_bound includes every kernel's fixed cost, KernelRates::memory_eager)
+  double matmul = 0, attention = 0, memory_bound = 0, host_bound = 0;
   double tensor_comm = 0;     // tensor-parallel collectives on the critical path
   double expert_comm = 0;     // expert-parallel all-to-all on the critical path
   double context_comm = 0;    // ring-attention exchange beyond the attention it overlaps
@@ -473,6 +539,7 @@ struct StepTime {
   double host_optimizer = 0;  // the optimizer step on the host under ZeRO-Offload
   double total = 0;
   double hardware_flops = 0;  // per GPU per step (matmuls + attention, recomputation included)
+  double gemm_slowdown = 1;   // the GEMMs' time over their time at the burst rate (the power limit)
   std::int64_t slowest_stage = 0;
   Kernels kernels = Kernels::eager;
 };
@@ -553,14 +620,15 @@ struct StepInputs {
 inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs& in, const TimeOptions& o, Kernels kernels) {
   const TrainingWorkload& w = *in.workload;
   const Device& d = *in.device;
-  const DeviceRates rates = device_rates(d, w.precision, o.rates);
+  const DeviceRates rates = device_rates(d, w.precision, o.rates, kernels);
   StepTime t;
   t.kernels = kernels;
   double slot = -1;
   double host = 0;  // of the slot: the host's time beyond the GPU's (eager launches, the Python loop)
   PassTime fwd, bwd;
   for (const auto& sw : stages) {
-    const PassTime f = pass_time(sw.work.forward, rates), b = pass_time(sw.work.backward, rates);
+    PassTime f = pass_time(sw.work.forward, rates), b = pass_time(sw.work.backward, rates);
+    const double slowdown = gemm_power_limit(f, b, rates);
     const double this_slot = f.wall() + b.wall() + sw.work.loop_ops * rates.host_op;
     if (this_slot > slot) {
       slot = this_slot;
@@ -568,15 +636,13 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
       fwd = f;
       bwd = b;
       t.slowest_stage = sw.stage;
+      t.gemm_slowdown = slowdown;
       t.hardware_flops = sw.work.matmul_flops + sw.work.attention_flops;
     }
   }
-  // Activation offloading's copies beyond what the micro-batch's compute covers (counted with the host's share:
-  // neither is a kernel of the GPU's).
+  // Activation offloading's copies, on the compute stream (counted with the host's share: not a kernel's FLOPs).
   const double offload =
-      in.model ? activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp)),
-                                            fwd.gpu() + bwd.gpu())
-               : 0.0;
+      in.model ? activation_offload_seconds(*in.model, w, double(w.batch) * std::ceil(double(w.seq) / double(w.cp))) : 0.0;
   slot += offload;
   const double m = double(w.grad_accum);
   // Hiding the expert all-to-all behind compute takes streaming multiprocessors from the compute kernels: DeepSeek-V3
@@ -587,7 +653,7 @@ inline StepTime time_step(const std::vector<StageWork>& stages, const StepInputs
   t.compute = m * slot;
   t.matmul = m * slowdown * (fwd.gemm + bwd.gemm);
   t.attention = m * slowdown * (fwd.attention + bwd.attention);
-  t.memory_bound = m * slowdown * (fwd.memory + bwd.memory);
+  t.memory_bound = m * slowdown * (fwd.memory + bwd.memory + fwd.floor + bwd.floor);
   // From its own non-negative parts, not compute minus the rest (whose rounding left −7e-18 s).
   t.host_bound = m * slowdown * (host + offload);
   t.hardware_flops *= m;

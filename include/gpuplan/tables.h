@@ -150,7 +150,7 @@ void fields(Ar& ar, T& p) { ar(p.fp64, p.fp32, p.tf32, p.bf16, p.fp16, p.fp8, p.
 template <class Ar, either<Device> T>
 void fields(Ar& ar, T& d) {
   ar(d.id, d.aliases, d.vendor, d.name, d.segment, d.unit, d.memory, d.usable_memory, d.cuda_total_memory,
-     d.memory_type, d.memory_bandwidth, d.peak, d.fp16_accumulate, d.tdp_watts, d.matmul_efficiency, d.boost_clock_hz, d.interconnect,
+     d.memory_type, d.memory_bandwidth, d.peak, d.fp16_accumulate, d.tdp_watts, d.matmul_efficiency, d.matmul_burst_efficiency, d.boost_clock_hz, d.interconnect,
      d.interconnect_bandwidth, d.pcie_gen, d.form_factor, d.launch_year, d.price_usd, d.price_note, d.source,
      d.verification, d.notes, d.origin);
 }

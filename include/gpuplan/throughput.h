@@ -12,6 +12,7 @@
 #include "compute.h"
 #include "hardware.h"
 #include "memory/engine_version.h"
+#include "memory/llama_cpp.h"
 #include "memory/profile.h"
 #include "model.h"
 #include "quant.h"
@@ -88,14 +89,42 @@ inline double host_forward_seconds(const ModelSpec& s, Profile engine) {
   return ops * HostFloor::eager_op_seconds;
 }
 
+// The CPU's side of a llama.cpp forward whose weights are partly in host memory (memory/llama_cpp.h placement).
+// The CPU runs the ops of those weights for a ubatch under op_offload_min_batch tokens, reading them from host
+// memory (a token reads the routed experts it is sent to); the GPU and the CPU take turns, so the times add. For
+// larger ubatches the GPU runs them, after copying every host weight over PCIe (ggml_backend_sched's input copies).
+struct HostOffload {
+  double dense_bytes = 0;   // weights of layers and the output layer in host memory, read whole (not the embedding)
+  double expert_bytes = 0;  // routed experts in host memory
+  double bandwidth = 0;     // the host's memory, bytes/s (--host-memory-bandwidth)
+  double pcie = 0;          // host to GPU, bytes/s
+  // What the CPU reads of host memory in practice: 0.65 of the peak, from the one published point held
+  // (tests/data/throughput/offload.jsonl: gpt-oss-120b --n-cpu-moe 36 at 25.6 tok/s on a Core i9-14900K), which
+  // implies 0.64–0.78 of DDR5-5600 for the GPUs it may have run on (it names none, nor the memory speed).
+  static constexpr double memory_efficiency = 0.65;
+  // Pinned host-to-device copies reach ~0.8 of the PCIe link (cudaMemcpy bandwidthTest, ~25 GB/s on 4.0 x16).
+  static constexpr double pcie_efficiency = 0.8;
+  bool any() const { return dense_bytes + expert_bytes > 0; }
+  double read(const MoeSpec& m, double tokens) const {
+    const double routed = m.experts > 0 ? experts_touched(m, tokens) / double(m.experts) : 1.0;
+    return dense_bytes + expert_bytes * routed;
+  }
+  double cpu_seconds(const MoeSpec& m, double tokens) const {
+    return bandwidth > 0 ? read(m, tokens) / (bandwidth * memory_efficiency) : 0.0;
+  }
+  double copy_seconds() const { return pcie > 0 ? (dense_bytes + expert_bytes) / (pcie * pcie_efficiency) : 0.0; }
+};
+
 // The engine a forward runs in, as far as its speed goes: what it launches and how.
 struct ServingEngine {
   Profile profile = Profile::none;
   std::optional<EngineVersion> version;  // llama.cpp: the build (Ollama's runner: the newest modelled)
   bool flash_attn = true;                // llama.cpp -fa
   std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
+  HostOffload offload;                   // llama.cpp: weights left in host memory
   ServingEngine(Profile p = Profile::none) : profile(p) {}  // NOLINT: a profile alone names an engine
 };
+
 
 // A kernel costs GPU time beyond its bytes and FLOPs: its launch latency, its ramp and its tail, a fixed number of
 // core clock cycles (so an A100 at 1.41 GHz pays 1.8× what an RTX 4090 at 2.52 GHz does: llama.cpp decodes
@@ -205,6 +234,8 @@ struct Throughput {
   bool decode_overhead_bound = false;  // the engine's per-step costs (EngineStep) outweigh the step's reads
   double decode_weight_bytes = 0;  // weights a decode step reads (an MoE's touched experts only)
   Seconds decode_overhead{0};      // of decode_step: kernels, the host's step and all-reduces (EngineStep)
+  Seconds decode_host_memory{0};   // of decode_step: the CPU reading the weights left in host memory (HostOffload)
+  bool decode_host_memory_bound = false;  // that outweighs the GPU's part
   FlopRate peak{0};
   std::string peak_format;
   Efficiency efficiency;
@@ -255,8 +286,9 @@ inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, Weig
                                        double read_one, double bandwidth, const EngineStep& cost) {
   const double tokens = batch * prompt;
   const double ub = std::min(double(e.ubatch), tokens), ubatches = std::ceil(tokens / ub);
+  const HostOffload& host = e.offload;
   if (ub <= 1)  // token by token, each a decode step: the weights each time, the cache growing to the prompt
-    return tokens * (cost.decode_kernels + read_one / bandwidth) +
+    return tokens * (cost.decode_kernels + (read_one - host.read(s.moe, 1)) / bandwidth + host.cpu_seconds(s.moe, 1)) +
            batch * prompt * prompt / 2.0 * kv_bytes_per_token / bandwidth;
   static constexpr double gemm_share = 0.5, score_bytes = 16;
   const double rate = d.fp16_accumulate.fp16.value_or(d.peak.fp16.value_or(d.peak.bf16.value_or(0))) * gemm_share;
@@ -269,6 +301,8 @@ inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, Weig
   const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
   if (quantized && !llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version).mmq)
     t += ubatches * (w.n2 / 2.0) * 4.0 / bandwidth;
+  if (host.any())
+    t += ubatches * (ub >= double(LlamaCppProfile::op_offload_min_batch) ? host.copy_seconds() : host.cpu_seconds(s.moe, ub));
   return t;
 }
 
@@ -310,14 +344,18 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   t.prefill = Seconds(prefill);
   t.prefill_tokens_per_s = b * p / t.prefill.in(unit::seconds);
   t.decode_weight_bytes = weight_bytes_read(s, shares, weight_bytes, b);
-  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes, kv_bytes_per_token, batch, context, e);
+  const HostOffload& offload = engine.offload;
+  const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
+  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e);
   const double flop_time = b * (w.n2 + 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;
   t.decode_host_bound = host > std::max(mem_time, flop_time);
   t.decode_overhead_bound = overhead > std::max({mem_time, flop_time, host});
   t.decode_overhead = Seconds(overhead);
-  t.decode_step = Seconds(std::max({mem_time, flop_time, host}) + overhead);
+  t.decode_host_memory = Seconds(offload.any() ? offload.cpu_seconds(s.moe, b) : 0.0);
+  t.decode_step = Seconds(std::max({mem_time, flop_time, host}) + overhead + t.decode_host_memory.in(unit::seconds));
+  t.decode_host_memory_bound = t.decode_host_memory.in(unit::seconds) > std::max({mem_time, flop_time, host}) + overhead;
   t.decode_tokens_per_s = b / t.decode_step.in(unit::seconds);
   return t;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -344,11 +345,9 @@ TEST_CASE("cli: costs rest on instances that hold the setup", "[cli][cost]") {
   REQUIRE(!j["best"].empty());
   for (const auto& b : j["best"]) {
     INFO(b["gpu"] << " " << b["weights"]);
-    namespace g = gpuplan;
-    const auto& d = g::builtin_catalog().get(b["gpu"].get<std::string>());
+    const auto& d = gpuplan::builtin_catalog().get(b["gpu"].get<std::string>());
     CHECK((d.vendor == "NVIDIA" || d.vendor == "AMD"));
-    CHECK_FALSE(g::cannot_run(d, g::Profile::vllm,
-                              g::parse_enum<g::WeightFormat>(g::weight_format_names, b["weights"].get<std::string>(), "w")));
+    CHECK_FALSE(gpuplan::cannot_run(d, gpuplan::Profile::vllm, gpuplan::parse_enum<gpuplan::WeightFormat>(gpuplan::weight_format_names, b["weights"].get<std::string>(), "w")));
   }
 }
 
@@ -718,7 +717,7 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   // Llama 3.1 8B on an H100 at 0.95 with max_model_len 16384: vLLM 0.19 logged 476,016 tokens and 29.05x.
   auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
                     "--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "8192", "--max-num-seqs", "1024",
-                    "--format", "json"});
+                    "--engine-version", "0.19", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   auto j = nlohmann::json::parse(r.out);
   const auto& sv = j["serving"];
@@ -731,7 +730,7 @@ TEST_CASE("cli: vLLM answers in its own terms, with its own flag names", "[cli][
   CHECK(sv["max_model_len"] == 16384);
   // Fewer profiled sequences shrink the sampler's peak and grow the pool.
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
-               "--gpu-memory-utilization", "0.95", "--max-num-seqs", "256", "--format", "json"});
+               "--gpu-memory-utilization", "0.95", "--max-num-seqs", "256", "--engine-version", "0.19", "--format", "json"});
   CHECK(nlohmann::json::parse(r.out)["serving"]["kv_tokens"].get<double>() > sv["kv_tokens"].get<double>());
   // 70B in bf16 does not start on one H100: the fit says so, and the table says why.
   r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "8192",
@@ -790,11 +789,20 @@ TEST_CASE("cli: --engine-version follows an engine's release and names the defau
   CHECK(v9["engine"] == "vllm 0.9.2");
   CHECK(v10["engine_defaults"]["max_num_seqs"] == 1024);
   CHECK(v10["max_concurrent_sequences"].get<double>() > 1.5 * v9["max_concurrent_sequences"].get<double>());
-  // SGLang before 0.5.4: 0.88 at TP 1.
-  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
+  // A development build is taken as the release it leads to (vllm --version prints 0.6.5.dev123+g…).
+  auto r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--engine-version",
+                    "0.6.5.dev123+gabcdef0", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["serving"]["engine"] == "vllm 0.6.5");
+  // SGLang before 0.4.7: 0.88 at TP 1; 0.4.7-0.5.3: 10 GB reserved on an H100 (81,559 MiB) → 0.874.
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.6",
                     "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.88);
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "sglang", "--gpu", "h100", "--engine-version", "0.4.9",
+               "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.874);
   // llama.cpp takes a build number; Ollama a release (2048 tokens before 0.6.7).
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--engine-version", "b5000",
                "--format", "json"});
@@ -992,4 +1000,54 @@ TEST_CASE("cli: plan infer considers the format a preset ships in", "[cli][plan]
   auto r = run_cli({"plan", "infer", "--model", "gpt-oss-120b", "--concurrency", "8", "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK_THAT(r.out, Catch::Contains("\"mxfp4\""));
+}
+
+// The published offload points (tests/data/throughput/offload.jsonl), each within 15 % of its decode speed: the
+// one point now is the fit half's, so this guards the constant fitted on it from drifting.
+TEST_CASE("cli: llama.cpp decode with experts in host memory against published points", "[cli][offload]") {
+  std::ifstream in(std::string(GPUPLAN_TEST_DATA) + "/throughput/offload.jsonl");
+  REQUIRE(in);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    const auto c = nlohmann::json::parse(line);
+    std::vector<std::string> args{"infer"};
+    for (const auto& a : c["args"]) args.push_back(a.get<std::string>());
+    args.insert(args.end(), {"--format", "json"});
+    const auto r = run_cli(args);
+    REQUIRE(r.code == ExitCode::ok);
+    const double got = nlohmann::json::parse(r.out)["throughput"]["decode_tokens_per_s"].get<double>();
+    INFO(c["id"].get<std::string>() << ": " << got << " tok/s, published " << c["value"].get<double>());
+    CHECK(std::abs(got / c["value"].get<double>() - 1) < 0.15);
+    ++n;
+  }
+  CHECK(n >= 1);
+}
+
+TEST_CASE("cli: gpt-oss-120b on an RTX 4090 under llama.cpp: --fit keeps experts in host memory", "[cli][offload]") {
+  const auto r = run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--gpu", "rtx-4090",
+                          "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["serving"]["gpu_layers"] == 37);
+  CHECK(j["serving"]["host_expert_layers"].get<int>() > 10);
+  CHECK(j["serving"]["host_memory_bytes"].get<double>() > 30e9);
+  CHECK(j["fit"]["fits"] == true);
+  CHECK(j["throughput"]["decode_bound"] == "host memory (weights on the CPU)");
+  CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--override-tensor", "attn_q"}).code ==
+        ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--cpu-moe"}).code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--fit", "maybe"}).code ==
+        ExitCode::usage);
+}
+
+TEST_CASE("cli: llama.cpp on a Mac fits in Metal's working set; no compute rate prints decode alone", "[cli][offload]") {
+  const auto j = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu", "apple-m3-max",
+                          "--gpu-memory", "48GiB", "--weights", "q4_k_m", "--format", "json"});
+  REQUIRE(j.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(j.out)["fit"]["capacity_bytes"].get<double>() == Approx(38654.71e6).epsilon(1e-5));
+  const auto t = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--gpu", "apple-m4",
+                          "--gpu-memory", "16GiB", "--weights", "q4_k_m"});
+  CHECK(t.code == ExitCode::ok);
+  CHECK(t.out.find("Throughput decode at most") != std::string::npos);
 }

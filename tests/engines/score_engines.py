@@ -108,6 +108,8 @@ def sglang_command(binary, c):
             "--tp", str(s["tensor_parallel_size"]), "--context", str(s["context_length"]), "--format", "json"]
     if s.get("mem_fraction_static"):
         args += ["--mem-fraction-static", str(s["mem_fraction_static"])]
+    if s.get("max_running_requests"):
+        args += ["--max-running-requests", str(s["max_running_requests"])]
     if s.get("quantization"):
         args += ["--weights", s["quantization"]]
     return args
@@ -238,11 +240,12 @@ def markdown(rows, summ):
               "else from the driver's total (said so).", "",
               "## SGLang", "",
               "Profile `sglang` (`include/gpuplan/memory/sglang.h`, `sglang_releases`): mem_fraction_static by",
-              "release (before 0.5.4 by TP: 0.88/0.87/0.85/0.81/0.79; from 0.5.4 `_handle_gpu_memory_settings`),",
-              "`profile_max_num_token`: that share of the memory free at start holds the weights and the token pool;",
-              "the req_to_token table (max_running_requests × (context + 4) int32) comes out of the rest. One logged",
-              "start-up so far (SGLang 0.4.9 with the fraction given, so only the pool arithmetic is checked; the",
-              "defaults are unit-tested).", "",
+              "release (before 0.4.7 by TP: 0.88/0.87/0.85/0.81/0.79; from 0.4.7 GBs reserved by GPU class; from 0.5.4",
+              "`_handle_gpu_memory_settings`, x 0.85 with ROCm's aiter above 8192 tokens), `profile_max_num_token`:",
+              "that share of the memory free at start holds the weights and the pools; hybrid linear-attention models",
+              "give 0.9 / 1.9 of what the weights leave to request state slots; the req_to_token table comes out of",
+              "the rest. One logged start-up here (SGLang 0.4.9 with the fraction given, so only the pool arithmetic",
+              "is checked); the collected start-ups (`docs/engines-collected.md`) score the defaults.", "",
               "## llama.cpp", "",
               "Profile `llama.cpp` (`include/gpuplan/memory/llama_cpp.h`, `include/gpuplan/quant.h`): the model buffer",
               "from each tensor's GGUF type as `llama_tensor_get_type` picks it for the file type (k-quant mixes: output",
@@ -438,6 +441,38 @@ def collected_markdown(cases, rows, unrun):
     return "\n".join(lines) + "\n"
 
 
+# Ratchets on the collected start-ups (issue #42 item 8): ENGINE/SPLIT/WHAT/FROM:MEDIAN/WORST, WHAT "kv" (pool, tokens,
+# concurrency) or "weights", FROM a release (the cases logged at or after it) or "all", limits in percent.
+WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}}
+
+
+def release_key(v):
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def collected_limits(rows, specs):
+    """One line per limit; False when a figure is over its limit or the spec is malformed."""
+    ok = True
+    for spec in specs:
+        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
+        if not m:
+            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST)", file=sys.stderr)
+            return False
+        engine, split, what, since, med_max, worst_max = m.groups()
+        errs = [abs(r["error"]) * 100 for r in rows
+                if r["case"]["_engine"] == engine and r["case"]["split"] == split and r["group"] in WHAT[what]
+                and (since == "all" or release_key(r["case"]["version"]) >= release_key(since))]
+        if not errs:
+            print(f"limit {spec}: no figures")
+            ok = False
+            continue
+        med, worst = statistics.median(errs), max(errs)
+        bad = med > float(med_max) or worst > float(worst_max)
+        ok = ok and not bad
+        print(f"limit {spec}: {len(errs)} figures, median {med:.1f} %, worst {worst:.1f} %" + ("  OVER LIMIT" if bad else ""))
+    return ok
+
+
 def main_collected(a):
     try:
         cases = load_collected(a.data if a.data != DEFAULT_DATA else COLLECTED)
@@ -459,7 +494,7 @@ def main_collected(a):
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(collected_markdown(cases, rows, unrun))
-    return 0
+    return 0 if collected_limits(rows, a.limit) else 1
 
 
 DEFAULT_DATA = os.path.join(ROOT, "tests", "data", "engines")
@@ -471,7 +506,10 @@ def main():
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--markdown")
     ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--collected", action="store_true", help="score the collected start-ups as a report (exit 0)")
+    ap.add_argument("--collected", action="store_true",
+                    help="score the collected start-ups as a report (exit 0 unless a --limit is over)")
+    ap.add_argument("--limit", action="append", default=[],
+                    help="with --collected: ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
     a = ap.parse_args()
     if a.collected:
         return main_collected(a)

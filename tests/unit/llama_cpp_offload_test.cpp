@@ -3,6 +3,8 @@
 #include <gpuplan/builtin.h>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/quant.h>
+#include <gpuplan/catalog.h>
+#include <gpuplan/throughput.h>
 
 using namespace gpuplan;
 
@@ -122,4 +124,31 @@ TEST_CASE("llama.cpp --fit: the most the free memory less --fit-target holds", "
     w.llama_cpp.n_gpu_layers = 37;
     CHECK(estimate_inference_memory(m, w).serving.host_expert_layers == 0);
   }
+}
+
+TEST_CASE("llama.cpp offload speed: the CPU reads the experts it routes to, prompts copy them over PCIe",
+          "[llama.cpp][offload][throughput]") {
+  const Device& gpu = builtin_catalog().get("rtx-4090");
+  const ModelSpec& m = find_preset("qwen3-30b-a3b").spec;
+  const double total = weight_bytes(m, WeightFormat::q8_0, 128, true).total().in(unit::bytes);
+  Efficiency e;
+  ServingEngine engine(Profile::llama_cpp);
+  const auto on_gpu = serving_throughput(m, gpu, WeightFormat::q8_0, total, 0, 1, 512, 1, 1, e, engine);
+  engine.offload = {1e9, 16e9, 89.6e9, pcie_x16_bytes_per_s(4)};  // 1 GB of whole layers, 16 GB of experts
+  const auto off = serving_throughput(m, gpu, WeightFormat::q8_0, total, 0, 1, 512, 1, 1, e, engine);
+  // Decode: 1 GB + 8 of 128 experts' 16 GB read by the CPU at 0.65 × 89.6 GB/s, after the GPU reads the rest.
+  const double host_read = 1e9 + 16e9 * 8.0 / 128.0;
+  CHECK(off.decode_host_memory.in(unit::seconds) == Approx(host_read / (0.65 * 89.6e9)));
+  CHECK(off.decode_step.in(unit::seconds) - off.decode_host_memory.in(unit::seconds) <
+        on_gpu.decode_step.in(unit::seconds));
+  CHECK(off.decode_host_memory_bound);
+  // A 512-token prompt is one ubatch: the GPU runs it after copying all 17 GB over PCIe 4.0 x16 (31.5 GB/s × 0.8).
+  CHECK(pcie_x16_bytes_per_s(4) == Approx(16e9 * 16 * 128.0 / 130 / 8));  // 31.5 GB/s
+  CHECK(off.prefill.in(unit::seconds) - on_gpu.prefill.in(unit::seconds) == Approx(17e9 / (0.8 * pcie_x16_bytes_per_s(4))));
+}
+
+TEST_CASE("Metal: recommendedMaxWorkingSetSize as the logs print it", "[llama.cpp][offload]") {
+  // ggml_metal_init lines in tests/data/engines/collected/llama_cpp.jsonl: a 16 GB M4 and a 48 GB M3 Max.
+  CHECK(metal_working_set(Bytes(16 * kGiBytes)).in(unit::bytes) / 1e6 == Approx(11453.25).epsilon(1e-5));
+  CHECK(metal_working_set(Bytes(48 * kGiBytes)).in(unit::bytes) / 1e6 == Approx(38654.71).epsilon(1e-5));
 }

@@ -24,7 +24,8 @@ TEST_CASE("SGLang: hybrid models share the pool between state slots and full-att
   const double rest = (2 * 29.13 + 1.20 + 51.24) * kSglangGiB;
   const SglangStatePool p = sglang_state_pool(rest, sglang_state_slot_bytes(next, 2, 4), true, 0);
   CHECK(p.slots == 2914);
-  CHECK(p.bytes == 2914 * sglang_state_slot_bytes(next, 2, 4));
+  CHECK(p.bytes == 2915 * sglang_state_slot_bytes(next, 2, 4));  // and the padding slot
+  CHECK(p.bytes * 524'288 / (524'288 + 12'288) == Approx(51.24 * kSglangGiB).epsilon(0.001));  // its ssm part
   // Radix cache off (Kimi Linear): one slot per running request, 512 when not given.
   CHECK(sglang_state_pool(rest, 1e6, false, 4).slots == 4);
   CHECK(sglang_state_pool(rest, 1e6, false, 0).slots == 512);
@@ -61,4 +62,65 @@ TEST_CASE("model types the SGLang logs bring: seed_oss", "[engines][sglang][mode
   w.sglang.mem_fraction_static = 0.98;
   w.device_memory = Bytes(80.0 * kSglangGiB);
   CHECK(estimate_inference_memory(s, w).kv_bytes_per_token.in(unit::bytes) == 262'144.0);
+}
+
+TEST_CASE("SGLang: mem_fraction_static in its three eras", "[engines][sglang]") {
+  // Before 0.4.7: by TP (0.88 at TP 1), chunked prefill 2048 and CUDA graphs to batch 8 under 25,000 MB, as the
+  // RTX 3090 log of 0.4.2 prints (tests/data/engines/collected: s-jerryzsj-3090-r1-distill-qwen-7b).
+  const SglangRelease& tp_table = sglang_release(EngineVersion{0, 4, 2});
+  CHECK(tp_table.fraction == SglangFraction::by_tp);
+  const SglangDefaults rtx3090 = sglang_defaults(24576, 1, tp_table);
+  CHECK(rtx3090.mem_fraction_static == 0.88);
+  CHECK(rtx3090.chunked_prefill_size == 2048);
+  CHECK(rtx3090.cuda_graph_max_bs == 8);
+  CHECK(sglang_defaults(81559, 1, tp_table).chunked_prefill_size == 8192);
+  // 0.4.7-0.5.3 (PR #7054): GBs reserved by GPU class. H100 (81,559 MiB): 9.5 + 1/2 GB at TP 1 → 0.874; 9.5 + 8/2
+  // at TP 8 → 0.831, which a public Grok-2 start-up of 2025-09-11 on 8 × 80 GB prints (server_args
+  // mem_fraction_static=0.831, tp_size=8; search-index file 45518106035) where the TP table gives 0.81 and PR #10975
+  // 0.818. RTX 4090 (24,564 MiB): 2.8 + 0.1 GB → 0.879. H200 (143,771 MiB): 12.5 GB → 0.911. MI300X: 32 GB.
+  const SglangRelease& by_gpu = sglang_release(EngineVersion{0, 5, 0});
+  CHECK(sglang_defaults(81559, 1, by_gpu).mem_fraction_static == Approx(0.874));
+  CHECK(sglang_defaults(81559, 8, by_gpu).mem_fraction_static == Approx(0.831));
+  CHECK(sglang_defaults(24564, 1, by_gpu).mem_fraction_static == Approx(0.879));
+  CHECK(sglang_defaults(143771, 1, by_gpu).mem_fraction_static == Approx(0.911));
+  CHECK(sglang_defaults(143771, 1, by_gpu).cuda_graph_max_bs == 256);
+  CHECK(sglang_defaults(196288, 1, by_gpu).mem_fraction_static == Approx(0.833));
+  // From 0.5.4 (PR #10975): under 20 GB chunked prefill 2048 and CUDA graphs to 8 → 512 + 3072 + 16 + 128 MB of a
+  // 16 GB card (16,376 MiB) → 0.772. On ROCm, aiter attention above 8192 tokens takes 0.85 of it: the MI300X at TP 4
+  // (reserved 512 + 24,576 + 1024 + 512 MB → 0.864) → 0.7344.
+  CHECK(sglang_defaults(16376, 1).mem_fraction_static == Approx(0.772));
+  CHECK(sglang_defaults(196288, 4).mem_fraction_static == Approx(0.864));
+  CHECK(sglang_defaults(196288, 4, sglang_releases.back(), true).mem_fraction_static == Approx(0.864 * 0.85));
+}
+
+TEST_CASE("model types the SGLang logs bring: kimi_linear", "[engines][sglang][model_hf]") {
+  // Kimi Linear 48B-A3B (tests/data/engines/configs/kimi-linear-48b-a3b-instruct.json): KDA in 20 layers, MLA in the
+  // 7 listed in full_attn_layers (numbered from 1), 256 experts of 1024 + 1 shared after one dense layer.
+  std::ifstream f(std::string(GPUPLAN_TEST_DATA) + "/engines/configs/kimi-linear-48b-a3b-instruct.json");
+  const ModelSpec s = model_from_hf_config(nlohmann::json::parse(f), "kimi-linear");
+  CHECK(kv_layer_count(s) == 7);
+  CHECK_FALSE(s.is_linear_layer(3));  // layer 4 of the config
+  CHECK(s.is_linear_layer(0));
+  CHECK(s.linear.kind == LinearAttentionKind::kda);
+  CHECK(s.mla_enabled);
+  // Layer 0 by hand: q, k, v 3 × 2304 × 4096, their convs 3 × 4096 × 4, the decay gate 2304 × 128 + 128 × 4096, beta
+  // 2304 × 32, A_log 32, dt_bias 4096, the output gate 2304 × 128 + 128 × 4096 + 4096, o_norm 128, o_proj 4096 × 2304;
+  // two norms of 2304 and the dense MLP 3 × 2304 × 9216.
+  std::int64_t layer0 = 0;
+  for (const auto& g : layer_params(s, 0)) layer0 += g.numel();
+  CHECK(layer0 == 39'518'368 + 2 * 2304 + 3 * 2304 * 9216);
+  // SGLang at TP 4 on 40 GB A100s (the held-out yuy4o/llm log): MLA caches 512 + 64 values a token in 7 layers,
+  // 8064 B, as its 14.98 GB over 1,995,088 tokens shows; the radix cache is off, so one state slot per running
+  // request (4) and the padding slot.
+  InferenceWorkload w;
+  w.profile = Profile::sglang;
+  w.tp = 4;
+  w.context = 4096;
+  w.sglang.mem_fraction_static = 0.98;
+  w.sglang.max_running_requests = 4;
+  w.device_memory = Bytes(40.0 * kSglangGiB);
+  const auto e = estimate_inference_memory(s, w);
+  CHECK(e.kv_bytes_per_token.in(unit::bytes) == 8064.0);
+  CHECK(e.memory.components.kv_cache.in(unit::bytes) - e.serving.kv_pool->in(unit::bytes) ==
+        Approx(5 * sglang_state_slot_bytes(s, 2, 4)));
 }

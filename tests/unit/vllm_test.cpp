@@ -17,6 +17,7 @@ InferenceWorkload vllm_on_h100(std::int64_t max_model_len, double util) {
   w.cuda_total = Bytes(kH100CudaTotal);
   w.context = max_model_len;
   w.vllm.gpu_memory_utilization = util;
+  w.vllm.version = EngineVersion{0, 19, 0};  // the release of the logs these tests check
   return w;
 }
 }  // namespace
@@ -66,8 +67,16 @@ TEST_CASE("vLLM: fused MoE keeps its caches while the sampler runs", "[memory][i
   s.moe.shared_intermediate = 5632;
   const double moe = 8192.0 * 4 * 2 * (2816 + 1408);
   const double sampler = 15.0 * 1024 * 151'936 + 2.0 * (8192 + 1024) * 2048;
-  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1) == moe + sampler);
+  const VllmRelease& v019 = vllm_release(EngineVersion{0, 19, 0});
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, v019) == moe + sampler);
   CHECK((moe + sampler) / kGiB == Approx(2.47).epsilon(0.01));
+  // Model Runner V2 (0.29 on for every model): no top-k/top-p in the warm-up, the fp32 copy only.
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 29, 0})) ==
+        moe + 6.0 * 1024 * 151'936 + 2.0 * (8192 + 1024) * 2048);
+  // 0.25–0.28 only dense models run it: this MoE keeps 0.19's Triton sampler.
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 26, 0})) == moe + sampler);
+  // MXFP4 experts on Hopper's Triton kernels keep no cache: the sampler's peak alone.
+  CHECK(vllm_profile_peak(s, 8192, 1024, 2, 1, v019, false, false) == sampler);
 }
 
 TEST_CASE("vLLM: whether it starts, the longest max_model_len and the smallest utilization", "[memory][inference][vllm]") {
@@ -131,8 +140,8 @@ TEST_CASE("engine versions: X.Y[.Z], llama.cpp builds, and the release rows they
   CHECK_THROWS_AS(vllm_release(EngineVersion{0, 1, 7}), InputError);
   CHECK(vllm_release(EngineVersion{0, 4, 0}).charges_context);
   CHECK_FALSE(vllm_release(EngineVersion{0, 4, 3}).charges_context);
-  CHECK(sglang_release(EngineVersion{0, 5, 3}).gpu_memory_heuristic == false);
-  CHECK(sglang_release(EngineVersion{0, 5, 4}).gpu_memory_heuristic == true);
+  CHECK(sglang_release(EngineVersion{0, 5, 3}).fraction == SglangFraction::reserved_by_gpu);
+  CHECK(sglang_release(EngineVersion{0, 5, 4}).fraction == SglangFraction::by_prefill_and_graphs);
 }
 
 TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and concurrency", "[engines][vllm]") {
@@ -173,7 +182,7 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   const ModelSpec s = find_preset("llama-3.1-8b").spec;
   // torch.sort top-k/top-p (before 0.17) holds 36 B per logit beside the bf16 logits, the Triton kernel 13.
   const double sort = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 11, 0}));
-  const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(std::nullopt));
+  const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 19, 0}));
   CHECK(sort - triton == Approx((36.0 - 13.0) * 1024 * 128'256));
   // Early V1 also kept the logits of all 8192 profiled tokens.
   const double early = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 8, 4}));
@@ -210,8 +219,8 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
 }
 
 TEST_CASE("SGLang and Ollama defaults by release", "[engines][sglang]") {
-  // Before 0.5.4 (server_args.__post_init__): by TP only.
-  const SglangRelease& old = sglang_release(EngineVersion{0, 4, 9});
+  // Before 0.4.7 (server_args.__post_init__): by TP only.
+  const SglangRelease& old = sglang_release(EngineVersion{0, 4, 6});
   CHECK(sglang_defaults(81559, 1, old).mem_fraction_static == 0.88);
   CHECK(sglang_defaults(81559, 2, old).mem_fraction_static == 0.87);
   CHECK(sglang_defaults(24564, 4, old).mem_fraction_static == 0.85);

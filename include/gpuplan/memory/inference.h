@@ -42,6 +42,7 @@ struct InferenceWorkload {
   std::optional<Bytes> device_memory;        // the GPU's usable memory (the driver's total)
   std::optional<Bytes> cuda_total;           // what cudaMemGetInfo reports as the total: vLLM's budget base
   bool device_is_a100 = false;               // vLLM picks smaller scheduler defaults on the A100
+  bool device_is_rocm = false;               // an AMD GPU: SGLang's default attention backend there is aiter
   GpuLink link = GpuLink::nvswitch;          // how tensor-parallel peers connect (default: an H100 SXM's)
   Mxfp4Backend mxfp4_kernel = Mxfp4Backend::triton;  // vLLM's MXFP4 MoE kernel for the GPU (default: an H100's)
 };
@@ -114,7 +115,9 @@ struct ServingDetails {
   std::optional<Bytes> host_memory;             // llama.cpp: weights and KV kept in RAM
   std::optional<std::int64_t> gpu_layers;       // llama.cpp: layers on the GPU
   std::optional<std::int64_t> host_expert_layers;  // llama.cpp: layers whose routed experts stay in host memory
-  std::optional<LlamaCppPlacement> placement;   // llama.cpp: where each layer's weights are (for the speed)
+  std::optional<LlamaCppPlacement> placement;   // llama.cpp: where each layer's weights are
+  std::optional<Bytes> host_dense_weights;      // llama.cpp: host weights read whole (layers, output; no embedding)
+  std::optional<Bytes> host_expert_weights;     // llama.cpp: routed experts in host memory
   std::string engine_version;                   // the release followed (llama.cpp: its build)
   std::vector<std::pair<std::string, double>> implied_defaults;  // engine settings not given, as the release sets them
 };
@@ -544,7 +547,8 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
   const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
-  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel);
+  const bool moe_cache_kept = !(mxfp4_padded && w.mxfp4_kernel != Mxfp4Backend::marlin);
+  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel, moe_cache_kept);
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
   const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
@@ -615,8 +619,11 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
       (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
        : total                                            ? " (vllm serve defaults of this release for this GPU)"
                                                           : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
-      "; sampler warm-up " + (r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") + " top-k/top-p over " +
-      std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
+      "; sampler warm-up " +
+      (vllm_model_runner_v2(r, s.moe.experts > 0) ? std::string("without top-k/top-p (Model Runner V2)")
+                                                   : std::string(r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") +
+                                                         " top-k/top-p") +
+      " over " + std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
       "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
       (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
@@ -652,8 +659,10 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const SglangRelease& r = sglang_release(g.version);
   const EngineVersion version = g.version.value_or(sglang_newest);
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
-  const SglangDefaults d =
-      sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0, w.tp, r);
+  // --context-length defaults to the model's (ModelConfig.context_len); the req_to_token table is that wide.
+  const std::int64_t context_length = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
+  const SglangDefaults d = sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0,
+                                           w.tp, r, w.device_is_rocm && context_length > 8192);
   const double fraction = g.mem_fraction_static > 0 ? g.mem_fraction_static : d.mem_fraction_static;
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL's buffers by interconnect (the same
@@ -661,8 +670,6 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const double init = VllmProfile::cuda_context.in(unit::bytes) +
                       (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0);
   const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
-  // --context-length defaults to the model's (ModelConfig.context_len); the req_to_token table is that wide.
-  const std::int64_t context_length = w.context ? *w.context : (s.max_positions > 0 ? s.max_positions : std::int64_t(t.len));
   ServingDetails& sv = est.serving;
   sv.engine = "sglang " + version.str();
   sv.engine_version = version.str();
@@ -705,9 +712,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
       "profile sglang " + version.str() + (version == r.from ? "" : " (as modelled from " + r.from.str() + ")") +
       ": mem_fraction_static " + detail::decimal(fraction, 3) +
       (g.mem_fraction_static > 0 ? ""
-       : r.gpu_memory_heuristic ? " (its default for this GPU: chunked prefill " + std::to_string(d.chunked_prefill_size) +
-                                      ", CUDA graphs up to batch " + std::to_string(d.cuda_graph_max_bs) + ")"
-                                : " (its default at TP " + std::to_string(w.tp) + ")") +
+       : r.fraction == SglangFraction::by_tp ? " (its default at TP " + std::to_string(w.tp) + ")"
+       : r.fraction == SglangFraction::reserved_by_gpu
+           ? " (its default for this GPU's memory at TP " + std::to_string(w.tp) + ")"
+           : " (its default for this GPU: chunked prefill " + std::to_string(d.chunked_prefill_size) +
+                 ", CUDA graphs up to batch " + std::to_string(d.cuda_graph_max_bs) +
+                 (w.device_is_rocm && context_length > 8192 ? ", x 0.85 for aiter attention above 8192 tokens" : "") + ")") +
       " of the memory free at start holds weights and the token pool; the rest is left to activations, the "
       "req_to_token table (" + (requests > 0 ? std::to_string(requests) : std::string("max_running_requests")) +
       " requests × context_length " + std::to_string(context_length) + " + 4 int32) and CUDA graphs");
@@ -725,6 +735,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
 // overridden to host memory, their KV and the compute buffer; in host memory the rest, token embeddings always.
 struct LlamaCppBuffers {
   double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
+  double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, whole layers, the output)
   double gpu() const { return gpu_weights + gpu_kv + compute; }
 };
 
@@ -752,6 +763,7 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     const double host_experts = i < p.host_expert_share.size() ? p.host_expert_share[i] * wb.per_layer_experts[i].in(unit::bytes) : 0.0;
     b.gpu_weights += layer - host_experts;
     b.host_weights += host_experts;
+    b.host_experts += host_experts;
     b.gpu_kv += kv;
   }
   (output_on_gpu ? b.gpu_weights : b.host_weights) += wb.output.in(unit::bytes);
@@ -844,6 +856,8 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   est.serving.engine = ollama ? "ollama " + ollama_version.str() : "llama.cpp " + build.build();
   est.serving.engine_version = ollama ? ollama_version.str() : build.build();
   est.serving.host_memory = Bytes(b.host_weights + b.host_kv);
+  est.serving.host_expert_weights = Bytes(b.host_experts);
+  est.serving.host_dense_weights = Bytes(b.host_weights - b.host_experts - t.wb.embedding.in(unit::bytes));
   est.serving.gpu_layers = p.gpu_layers;
   est.serving.host_expert_layers = p.host_expert_layers();
   est.serving.placement = p;

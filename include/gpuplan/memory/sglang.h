@@ -1,6 +1,7 @@
 // SGLang's start-up memory arithmetic by release (sgl-project/sglang; each row of sglang_releases names the file it
 // was read from; model_runner.py profile_max_num_token and init_memory_pool in every release modelled):
-//   mem_fraction_static  the user's, else the release's default (by TP before 0.5.4; by GPU memory from 0.5.4)
+//   mem_fraction_static  the user's, else the release's default: by TP before 0.4.7, GBs reserved by GPU class from
+//                        0.4.7, MBs reserved by chunked prefill and CUDA-graph batch from 0.5.4
 //   token pool           = (mem_fraction_static × free memory at start − weights) / bytes per token of all layers
 //   req_to_token table   max_running_requests × (context_length + 4) int32 slots, allocated after the pool
 //   hybrid models        the pool is shared by the linear-attention state slots and the full-attention tokens
@@ -26,19 +27,31 @@ struct SglangSettings {
   std::int64_t max_running_requests = 0; // 0: by the pool (init_memory_pool)
 };
 
+// How a release picks mem_fraction_static when the user does not (python/sglang/srt/server_args.py).
+enum class SglangFraction {
+  by_tp,                  // __post_init__: 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16
+  reserved_by_gpu,        // PR #7054: GBs reserved by GPU class and TP × PP, over the GPU's memory
+  by_prefill_and_graphs,  // PR #10975 (_handle_gpu_memory_settings): MBs by chunked prefill, CUDA-graph batch, TP
+};
+
 struct SglangRelease {
   EngineVersion from;
-  bool gpu_memory_heuristic;  // mem_fraction_static from the GPU's memory and reserved MB (PR #10975)
+  SglangFraction fraction;
   const char* source;
 };
 
-inline constexpr std::array<SglangRelease, 2> sglang_releases{{
-    {{0, 1, 0}, false,
-     "python/sglang/srt/server_args.py __post_init__ (as read for 0.4; earlier releases taken to match): "
-     "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16"},
-    {{0, 5, 4}, true,
+inline constexpr std::array<SglangRelease, 3> sglang_releases{{
+    {{0, 1, 0}, SglangFraction::by_tp,
+     "python/sglang/srt/server_args.py __post_init__ (as read for 0.4.0-0.4.2; 0.2 had 0.83 at TP 8, not modelled): "
+     "mem_fraction_static 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8, 0.79 at TP 16; chunked prefill "
+     "2048 and CUDA graphs to batch 8 (80 at TP >= 4) under 25,000 MB, else 8192 and 160"},
+    {{0, 4, 7}, SglangFraction::reserved_by_gpu,
+     "python/sglang/srt/server_args.py __post_init__ after PR #7054 (merged 2025-06-10, taken as first released in "
+     "0.4.7): reserved (2.8 + TP×PP / 10) GB under 35 GB, (9.5 + TP×PP / 2) GB under 90 GB, (12 + TP×PP / 2) GB under "
+     "160 GB, else 32 GB"},
+    {{0, 5, 4}, SglangFraction::by_prefill_and_graphs,
      "python/sglang/srt/server_args.py _handle_gpu_memory_settings (PR #10975): reserved MB by chunked prefill, "
-     "CUDA-graph batch and TP"},
+     "CUDA-graph batch and TP; x 0.85 with ROCm's aiter attention above 8192 tokens of context"},
 }};
 inline constexpr EngineVersion sglang_newest = sglang_releases.back().from;
 
@@ -52,24 +65,56 @@ struct SglangDefaults {
   double mem_fraction_static = 0;
 };
 
-// gpu_mem: the device total as nvidia-smi reports it, in MiB (sglang get_device_memory_capacity).
-inline SglangDefaults sglang_defaults(double gpu_mem_mib, std::int64_t tp, const SglangRelease& r = sglang_releases.back()) {
-  SglangDefaults d;
-  const bool small_tp = tp < 4;
-  if (gpu_mem_mib < 35 * 1024) d = {2048, small_tp ? 24 : 80, 0};        // A10, 4090, 5090
-  else if (gpu_mem_mib < 60 * 1024) d = {4096, small_tp ? 32 : 160, 0};  // A100 40GB, L40
-  else if (gpu_mem_mib < 160 * 1024) d = {8192, small_tp ? 256 : 512, 0};  // H100, A100 80GB, H20, H200
-  else d = {16384, 512, 0};                                                 // B200, MI300
-  if (!r.gpu_memory_heuristic) {
+namespace detail {
+
+inline double sglang_fraction_of(double gpu_mem_mib, double reserved_mib) {
+  return std::round((gpu_mem_mib - reserved_mib) / gpu_mem_mib * 1000.0) / 1000.0;
+}
+
+// Before PR #10975: the TP table, or (from PR #7054) the GBs reserved by GPU class.
+inline SglangDefaults sglang_defaults_before_10975(double gpu_mem_mib, std::int64_t tp, SglangFraction f) {
+  const bool small = gpu_mem_mib < (f == SglangFraction::by_tp ? 25'000 : 35 * 1024);
+  SglangDefaults d{small ? 2048 : gpu_mem_mib < 160 * 1024 || f == SglangFraction::by_tp ? 8192 : 16384,
+                   small ? (tp < 4 ? 8 : 80) : 160, 0};
+  // From PR #7054 larger GPUs capture more CUDA-graph batch sizes (cuda_graph_runner get_batch_sizes_to_capture):
+  // to 256 over 96 GB, to 512 over 180,000 MB.
+  if (f == SglangFraction::reserved_by_gpu && !small)
+    d.cuda_graph_max_bs = gpu_mem_mib > 180'000 ? 512 : gpu_mem_mib > 96 * 1024 ? 256 : 160;
+  if (f == SglangFraction::by_tp) {
     d.mem_fraction_static = tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
     return d;
   }
+  const double p = double(tp);  // TP × PP; gpuplan has no pipeline parallelism
+  const double reserved_gb = gpu_mem_mib < 35 * 1024 ? 2.8 + p / 10 : gpu_mem_mib < 90 * 1024 ? 9.5 + p / 2
+                             : gpu_mem_mib < 160 * 1024                ? 12 + p / 2
+                                                                      : 32;
+  d.mem_fraction_static = sglang_fraction_of(gpu_mem_mib, reserved_gb * 1024);
+  return d;
+}
+
+}  // namespace detail
+
+// gpu_mem: the device total as nvidia-smi reports it, in MiB (sglang get_device_memory_capacity); rocm_long_context:
+// a ROCm GPU (the aiter attention backend by default) serving a context above 8192 tokens.
+inline SglangDefaults sglang_defaults(double gpu_mem_mib, std::int64_t tp, const SglangRelease& r = sglang_releases.back(),
+                                      bool rocm_long_context = false) {
+  if (r.fraction != SglangFraction::by_prefill_and_graphs)
+    return detail::sglang_defaults_before_10975(gpu_mem_mib, tp, r.fraction);
+  SglangDefaults d;
+  const bool small_tp = tp < 4;
+  if (gpu_mem_mib < 20 * 1024) d = {2048, 8, 0};                           // T4, 4080
+  else if (gpu_mem_mib < 35 * 1024) d = {2048, small_tp ? 24 : 80, 0};     // A10, 4090, 5090
+  else if (gpu_mem_mib < 60 * 1024) d = {4096, small_tp ? 32 : 160, 0};    // A100 40GB, L40
+  else if (gpu_mem_mib < 160 * 1024) d = {8192, small_tp ? 256 : 512, 0};  // H100, A100 80GB, H20, H200
+  else d = {16384, 512, 0};                                                // B200, MI300
   // Reserved MB: attention-backend metadata, 1.5 MB per prefill-chunk token, 2 MB per CUDA-graph batch size,
   // 128 MB per tensor-parallel rank; at least 10 GB on GPUs over 60 GB.
   double reserved = 512 + 1.5 * double(std::max<std::int64_t>(d.chunked_prefill_size, 2048)) +
                     2.0 * double(d.cuda_graph_max_bs) + double(tp) / 8.0 * 1024.0;
   if (gpu_mem_mib > 60 * 1024) reserved = std::max(reserved, 10.0 * 1024);
-  d.mem_fraction_static = std::round((gpu_mem_mib - reserved) / gpu_mem_mib * 1000.0) / 1000.0;
+  d.mem_fraction_static = detail::sglang_fraction_of(gpu_mem_mib, reserved);
+  // _handle_attention_backend_compatibility: aiter keeps more workspace for long contexts.
+  if (rocm_long_context) d.mem_fraction_static *= 0.85;
   return d;
 }
 
@@ -122,7 +167,9 @@ inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, b
   } else {
     p.slots = max_running_requests > 0 ? max_running_requests : 512;
   }
-  p.bytes = double(p.slots) * slot_bytes;
+  // MambaPool allocates one slot more than it hands out (the padding slot, index 0 of HybridReqToTokenPool): the
+  // 0.5.4 log of issue #12419 prints 2914 slots and an ssm state of 51.24 GB = 2915 × 18,874,368 B.
+  p.bytes = double(p.slots + 1) * slot_bytes;
   return p;
 }
 

@@ -33,12 +33,16 @@ struct VllmSettings {
 enum class VllmEngine { v0, v1_early, v1 };
 // How the sampler warm-up filters top-k/top-p over max_num_seqs rows of the whole vocabulary.
 enum class VllmSampler { torch_sort, triton };
+// Model Runner V2 (vllm/v1/worker/gpu/model_runner.py) profiles the sampler without top-k, top-p and logprobs: by
+// default for dense models from 0.25, for every model from 0.29; before, model runner V1 (gpu_model_runner.py).
+enum class VllmModelRunner { v1, v2_dense, v2 };
 
 struct VllmRelease {
   EngineVersion from;
   const char* engine_name;
   VllmEngine engine;
   VllmSampler sampler;
+  VllmModelRunner runner;
   bool hybrid_kv;                  // KV-cache groups per attention kind (else every layer counts as full attention)
   std::int64_t v0_prefill_chunk;   // V0: max_num_batched_tokens when chunked prefill is on by default (max_model_len
                                    // > 32k); 0: no default chunked prefill
@@ -55,39 +59,45 @@ struct VllmRelease {
 };
 
 // The releases whose start-up arithmetic differs. Boundaries are the first release carrying the change.
-inline constexpr std::array<VllmRelease, 10> vllm_releases{{
-    {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, true, 0.25, 2.1,
+inline constexpr std::array<VllmRelease, 12> vllm_releases{{
+    {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, true, 0.25, 2.1,
      "vllm/worker/worker.py profile_num_available_blocks (peak = total − free after profile_run: the CUDA context "
      "charged); vllm/config.py SchedulerConfig max(max_model_len, 2048) tokens, 256 sequences"},
-    {{0, 4, 1}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 0, false, 0.25, 2.1,
+    {{0, 4, 1}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, false, 0.25, 2.1,
      "vllm/worker/worker.py determine_num_available_blocks: peak = free at init − free after profile_run"},
-    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 512, false, 0.25, 2.1,
+    {{0, 5, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 512, false, 0.25, 2.1,
      "vllm/worker/worker.py determine_num_available_blocks; vllm/worker/model_runner.py profile_run (max_num_seqs "
      "sequences sharing max_num_batched_tokens); vllm/config.py SchedulerConfig (max(max_model_len, 2048) tokens, "
      "chunks of 512 with chunked prefill); vllm/model_executor/layers/sampler.py _apply_top_k_top_p (sort)"},
-    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, false, 2048, false, 0.25, 2.1,
+    {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 2048, false, 0.25, 2.1,
      "vllm/config.py SchedulerConfig: chunked-prefill chunks of _DEFAULT_MAX_NUM_BATCHED_TOKENS (2048); "
      "vllm/utils.py memory_profiling (the start-up baseline excluded)"},
-    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, false, 0, true, 0.25, 2.1,
+    {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, true, 0.25, 2.1,
      "V1 the default (PR #13726); vllm/v1/worker/gpu_worker.py determine_available_memory (torch peak + every "
      "non-torch byte on the GPU, the CUDA context included); gpu_model_runner.py profile_run (logits of every "
      "profiled token)"},
-    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, false, 0, false, 0.25, 2.1,
+    {{0, 9, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, false, 0.25, 2.1,
      "vllm/v1/worker/gpu_worker.py memory_profiling from the start-up snapshot; gpu_model_runner.py _dummy_run "
      "(logits of each request's last token); arg_utils.py batch defaults by GPU memory (PRs #17073, #17885)"},
-    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, true, 0, false, 0.13, 0.54,
+    {{0, 10, 0}, "V1", VllmEngine::v1, VllmSampler::torch_sort, VllmModelRunner::v1, true, 0, false, 0.13, 0.54,
      "vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, get_max_concurrency_for_kv_cache_config "
      "(hybrid KV-cache manager); vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes"},
-    {{0, 17, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false, 0.13, 0.54,
+    {{0, 17, 0}, "V1", VllmEngine::v1, VllmSampler::triton, VllmModelRunner::v1, true, 0, false, 0.13, 0.54,
      "vllm/v1/sample/ops/topk_topp_triton.py (PR #33538, merged 2026-02-02, first released in 0.17): top-k/top-p "
      "without a full sort; llm-d-planner's version sweep logs the same Qwen3-14B on H100 with a 5.64 GiB torch peak "
      "under 0.15 and 0.16 and 2.23 GiB under 0.17"},
-    {{0, 18, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false, 0.25, 2.1,
+    {{0, 18, 0}, "V1", VllmEngine::v1, VllmSampler::triton, VllmModelRunner::v1, true, 0, false, 0.25, 2.1,
      "llm-d-planner's version sweep: Qwen3-14B on H100 logs 0.13 GiB of non-torch memory under 0.15–0.17 and 0.25 "
      "under 0.18"},
-    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, true, 0, false, 0.25, 2.1,
+    {{0, 19, 0}, "V1", VllmEngine::v1, VllmSampler::triton, VllmModelRunner::v1, true, 0, false, 0.25, 2.1,
      "vllm/v1/worker/gpu_worker.py determine_available_memory, vllm/engine/arg_utils.py get_batch_defaults, "
      "vllm/v1/core/kv_cache_utils.py at v0.19.0, checked against llm-d-planner's v0.19.0 start-up logs"},
+    {{0, 25, 0}, "V1", VllmEngine::v1, VllmSampler::triton, VllmModelRunner::v2_dense, true, 0, false, 0.25, 2.1,
+     "v0.25.0 release notes: Model Runner V2 the default for all dense models (PR #44443); "
+     "vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run ('the sampler may skip top_k, top_p, and logprobs'); "
+     "kvlm's v0.26.0 Qwen3-32B-FP8 log on H100: a 1.26 GiB torch peak, the forward's"},
+    {{0, 29, 0}, "V1", VllmEngine::v1, VllmSampler::triton, VllmModelRunner::v2, true, 0, false, 0.25, 2.1,
+     "v0.29.0 release notes: Model Runner V2 the default for all models"},
 }};
 inline constexpr EngineVersion vllm_newest = vllm_releases.back().from;
 
@@ -114,6 +124,9 @@ struct VllmProfile {
   // alternate key/value buffers (8 + 4 + 8). PR #32558 measured the torch path at 1.25 GB beyond its fp32 input for
   // 256 × 131,072 logits (37 B each; 32 here).
   static constexpr double sampler_sort_bytes_per_logit = 36.0;
+  // Model Runner V2's profiling sampler: no top-k/top-p, so the fp32 copy of the logits that temperature and the
+  // Gumbel-max kernel read (4 B); kvlm's 0.26 log bounds it at 6 B (a 1.26 GiB peak over 1,024 × 151,936 logits).
+  static constexpr double sampler_mrv2_bytes_per_logit = 4.0;
   // CUDA graphs (51 piecewise + 51 full decode sizes up to 512): v0.19 logs "Estimated CUDA graph memory" 0.74–1.13
   // GiB for 7–27B models, median 0.84. Captured after the KV pool is sized, so outside the budget by default.
   static constexpr Bytes cuda_graphs{0.84 * 1073741824.0};
@@ -137,7 +150,13 @@ inline VllmBatchLimits vllm_batch_defaults(Bytes cuda_total, bool is_a100, const
   return {2048, 256};
 }
 
-inline double vllm_sampler_bytes_per_logit(const VllmRelease& r) {
+// Whether a model's sampler warm-up runs under Model Runner V2 in release r.
+inline bool vllm_model_runner_v2(const VllmRelease& r, bool moe) {
+  return r.runner == VllmModelRunner::v2 || (r.runner == VllmModelRunner::v2_dense && !moe);
+}
+
+inline double vllm_sampler_bytes_per_logit(const VllmRelease& r, bool moe = false) {
+  if (vllm_model_runner_v2(r, moe)) return VllmProfile::sampler_mrv2_bytes_per_logit;
   return r.sampler == VllmSampler::triton ? VllmProfile::sampler_triton_bytes_per_logit
                                           : VllmProfile::sampler_sort_bytes_per_logit;
 }
@@ -146,9 +165,12 @@ inline double vllm_sampler_bytes_per_logit(const VllmRelease& r) {
 // sampler on max_num_seqs rows of logits over the whole vocabulary (gathered on every TP rank); early V1 kept the
 // logits of every profiled token. Fused MoE keeps its intermediate caches allocated between calls, so they are
 // still there when the sampler runs; with expert parallelism each rank's experts are whole (not sliced over tp).
+// MXFP4 experts on the Triton kernels (Hopper) or FlashInfer (sm100) keep none (moe_cache_kept false): matmul_ogs
+// allocates its outputs per call, and the gpt-oss logs on H100 put the torch peak at the sampler's alone (0.11:
+// 7.38 GiB for gpt-oss-20b and -120b alike, whose experts differ 4.5-fold; 0.19 at TP 2: 2.87 GiB).
 inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens, std::int64_t max_seqs, double c,
                                 std::int64_t tp, const VllmRelease& r = vllm_releases.back(),
-                                bool expert_parallel = false) {
+                                bool expert_parallel = false, bool moe_cache_kept = true) {
   const double T = double(batched_tokens), S = double(std::min(max_seqs, batched_tokens));
   const double h = double(s.hidden), t = double(tp);
   // Dense FFN at its widest (torch.compile fuses norms and activations): gate_up (2I) and the activation (I) of a
@@ -170,8 +192,8 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
     dense = std::max(dense, cache + T * c * (shared + 4.0 * h));
   }
   const double every_token = r.engine == VllmEngine::v1_early ? c * T * double(s.vocab) : 0.0;
-  const double logits = (c + vllm_sampler_bytes_per_logit(r)) * S * double(s.vocab) + every_token;
-  const double sampler = moe + logits + c * (T + S) * h;  // the step's hidden states stay alive
+  const double logits = (c + vllm_sampler_bytes_per_logit(r, s.moe.experts > 0)) * S * double(s.vocab) + every_token;
+  const double sampler = (moe_cache_kept ? moe : 0.0) + logits + c * (T + S) * h;  // the step's hidden states stay alive
   return std::max(dense, sampler);
 }
 

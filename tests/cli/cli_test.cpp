@@ -803,6 +803,14 @@ TEST_CASE("cli: --engine-version follows an engine's release and names the defau
                "--format", "json"});
   REQUIRE(r.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(r.out)["serving"]["engine_defaults"]["mem_fraction_static"] == 0.874);
+  // From 0.5.4 on an AMD GPU above 8192 tokens of context: 0.85 of the heuristic's 0.864 (aiter attention); a hybrid
+  // model says how many state slots its pool gives up.
+  r = run_cli({"infer", "--model", "qwen3-next-80b-a3b", "--profile", "sglang", "--gpu", "mi300x", "--tp", "4",
+               "--context", "262144", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto amd = nlohmann::json::parse(r.out);
+  CHECK(amd["serving"]["engine_defaults"]["mem_fraction_static"].get<double>() == Approx(0.864 * 0.85));
+  CHECK_THAT(amd["assumptions"].dump(), Catch::Contains("aiter") && Catch::Contains("linear-attention state slots"));
   // llama.cpp takes a build number; Ollama a release (2048 tokens before 0.6.7).
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--weights", "q4_k_m", "--profile", "llama.cpp", "--engine-version", "b5000",
                "--format", "json"});

@@ -124,3 +124,20 @@ TEST_CASE("model types the SGLang logs bring: kimi_linear", "[engines][sglang][m
   CHECK(e.memory.components.kv_cache.in(unit::bytes) - e.serving.kv_pool->in(unit::bytes) ==
         Approx(5 * sglang_state_slot_bytes(s, 2, 4)));
 }
+
+TEST_CASE("SGLang: the static share and what it leaves add up to the device, never past it", "[engines][sglang]") {
+  // MI300X (rocm-smi 205,825,570,243 B) at TP 4: mem_fraction_static of the free memory holds weights and pools, the
+  // rest goes to activations and the table; in fractional bytes the sum came out 1e-13 over and "did not fit".
+  const double mi300x = 205'825'570'243.0;
+  for (const char* model : {"llama-3.1-8b", "qwen3-next-80b-a3b"}) {
+    InferenceWorkload w;
+    w.profile = Profile::sglang;
+    w.tp = 4;
+    w.context = 32'768;
+    w.device_memory = Bytes(mi300x);
+    w.device_is_rocm = true;
+    const auto e = estimate_inference_memory(find_preset(model).spec, w);
+    CHECK(e.memory.runs_in.in(unit::bytes) <= mi300x);
+    CHECK(e.memory.runs_in.in(unit::bytes) == Approx(mi300x));
+  }
+}

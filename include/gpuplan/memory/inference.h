@@ -664,11 +664,13 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const SglangDefaults d = sglang_defaults(w.device_memory.value_or(engine_default_device_memory).in(unit::bytes) / 1048576.0,
                                            w.tp, r, w.device_is_rocm && context_length > 8192);
   const double fraction = g.mem_fraction_static > 0 ? g.mem_fraction_static : d.mem_fraction_static;
-  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c);
+  // Whole bytes throughout: the static share and what it leaves to activations are the whole GPU by construction, so
+  // the parts must add up to the device exactly (fractional bytes rounded the sum past it: "does not fit" by 1e-13).
+  const double weights = std::ceil(t.weights + engine_rotary_cache_bytes(s, t.c));
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL's buffers by interconnect (the same
   // PyTorch and NCCL as vLLM; its logged figures).
-  const double init = VllmProfile::cuda_context.in(unit::bytes) +
-                      (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0);
+  const double init = std::ceil(VllmProfile::cuda_context.in(unit::bytes) +
+                                (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0));
   const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
   ServingDetails& sv = est.serving;
   sv.engine = "sglang " + version.str();
@@ -680,10 +682,12 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   m.weights = Bytes(weights);
   std::int64_t requests = g.max_running_requests;
   SglangStatePool state;  // hybrid models: the linear-attention state slots, out of the same share as the pool
+  const double slot = sglang_state_slot_bytes(s, t.c, w.tp);
+  const bool radix = s.model_type != "kimi_linear";  // server_args turns the radix cache off for Kimi Linear
   if (total) {
-    const double free0 = total->in(unit::bytes) - init;
-    const double rest = fraction * free0 - weights;
-    state = sglang_state_pool(rest, sglang_state_slot_bytes(s, t.c, w.tp), s.model_type != "kimi_linear", requests);
+    const double free0 = std::floor(total->in(unit::bytes)) - init;
+    const double rest = std::floor(fraction * free0) - weights;
+    state = sglang_state_pool(rest, slot, radix, requests);
     const double pool = rest - state.bytes;
     const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
     if (requests == 0) {
@@ -697,13 +701,14 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     sv.max_concurrency = double(tokens) / t.len;
     sv.starts = tokens > 0;
     sv.largest_max_model_len = s.max_positions > 0 ? std::min(tokens, s.max_positions) : tokens;
-    sv.min_mem_fraction_static = (weights + t.len * per_token) / free0;
-    m.kv_cache = Bytes(std::max(0.0, pool) + state.bytes);
+    sv.min_mem_fraction_static = (weights + sglang_rest_for(t.len * per_token, slot, radix, requests)) / free0;
+    m.kv_cache = Bytes(std::max(0.0, rest));  // the token pool and the state slots: all the weights leave
     m.logits = Bytes(0);
-    m.activations = Bytes(std::max(0.0, (1.0 - fraction) * free0 - table));  // left to activations and CUDA graphs
+    // Left to activations and CUDA graphs: (1 − mem_fraction_static) of the free memory less the table.
+    m.activations = Bytes(std::max(0.0, free0 - std::floor(fraction * free0) - table));
     m.overhead = Bytes(table);
   } else {
-    m.kv_cache = Bytes(double(w.batch) * (t.len * per_token + sglang_state_slot_bytes(s, t.c, w.tp)));
+    m.kv_cache = Bytes(double(w.batch) * (t.len * per_token + slot));
     if (requests > 0) m.overhead = Bytes(sglang_req_to_token_bytes(requests, context_length));
   }
   Moment mo{"serve", total ? "static pool and the share left to activations" : "KV for the batch", m};

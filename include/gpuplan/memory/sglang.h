@@ -173,4 +173,12 @@ inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, b
   return p;
 }
 
+// The memory the weights must leave for `token_bytes` of full-attention tokens beside the state pool: with the radix
+// cache the state takes ratio of the tokens' share again; without it the slots are fixed.
+inline double sglang_rest_for(double token_bytes, double slot_bytes, bool radix_cache, std::int64_t max_running_requests) {
+  if (slot_bytes <= 0) return token_bytes;
+  if (radix_cache) return token_bytes * (1 + sglang_mamba_full_memory_ratio);
+  return token_bytes + sglang_state_pool(0, slot_bytes, false, max_running_requests).bytes;
+}
+
 }  // namespace gpuplan

@@ -48,7 +48,7 @@ inline bool has(std::string_view s, std::string_view part) { return s.find(part)
 // Quantisation side tensors (scales, zero points, group indices, bitsandbytes state): bytes, not parameters.
 inline bool is_quant_aux(std::string_view n) {
   for (std::string_view e : {".qzeros", ".scales", ".g_idx", "_scale", "_scale_inv", "_zero_point", ".weight_shape",
-                             "_scales", ".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map", ".SCB",
+                             "_scales", "_scale_2", ".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map", ".SCB",
                              ".weight_format", ".quant_state.bitsandbytes__nf4", ".quant_state.bitsandbytes__fp4"})
     if (n.ends_with(e)) return true;
   return false;
@@ -63,6 +63,9 @@ inline std::int64_t logical_params(const StoredTensor& t, const Checkpoint& c) {
     return t.elements * (32 / c.packed_bits);
   if (n.ends_with("_blocks") && t.dtype == "U8") return t.elements * 2;  // MXFP4: two E2M1 values per byte
   if (c.quantization == "bitsandbytes" && t.dtype == "U8") return t.elements * 2;  // bnb 4-bit packs 2 per byte
+  // ModelOpt NVFP4 (quant_method "modelopt"): weight U8, two E2M1 values per byte, beside weight_scale (E4M3 per 16)
+  // and weight_scale_2 (fp32); its MIXED_PRECISION checkpoints keep other linears in FP8 (F8_E4M3, one per element).
+  if (c.quantization == "modelopt" && t.dtype == "U8") return t.elements * 2;
   return t.elements;
 }
 
@@ -216,6 +219,7 @@ inline StoredWeightBytes stored_language_weights(const StoredWeights& w, const C
   else if (q == "awq") r.nearest = WeightFormat::awq_int4;
   else if (q == "mxfp4") r.nearest = WeightFormat::mxfp4;
   else if (q == "bitsandbytes") r.nearest = dtype == "U8" ? WeightFormat::nf4 : WeightFormat::int8;
+  else if (q == "modelopt" && dtype == "U8") r.nearest = WeightFormat::nvfp4;
   else if (dtype.starts_with("F8")) r.nearest = WeightFormat::fp8;
   else if (dtype == "I8") r.nearest = WeightFormat::int8;
   else if (dtype == "F32") r.nearest = WeightFormat::fp32;

@@ -70,6 +70,12 @@ class HfConfig {
   std::string where_;
 };
 
+// Qwen3-Next and Qwen3.5/3.6 MoE (transformers Qwen3_5MoeTextConfig: the text_config of qwen3_5_moe): Gated
+// DeltaNet linear attention with gated full attention every full_attention_interval-th layer, routed experts plus
+// one gated shared expert. Qwen3.5 splits in_proj_qkvz/in_proj_ba into four projections of the same sizes
+// (transformers modeling_qwen3_5_moe.py), so one parameter layout serves both.
+inline bool gated_deltanet_hybrid(const std::string& type) { return type == "qwen3_next" || type == "qwen3_5_moe_text"; }
+
 inline void read_attention_shape(ModelSpec& s, const HfConfig& c) {
   s.vocab = c.integer("vocab_size");
   s.hidden = c.integer("hidden_size");
@@ -108,7 +114,7 @@ inline std::string default_layer_type(const ModelSpec& s, const HfConfig& c, con
     const std::int64_t every = std::max<std::int64_t>(1, c.integer("no_rope_layer_interval", 4));
     return (l + 1) % every != 0 ? "chunked_attention" : "full_attention";
   }
-  if (type == "qwen3_next") {
+  if (gated_deltanet_hybrid(type)) {
     const std::int64_t every = std::max<std::int64_t>(1, c.integer("full_attention_interval", 4));
     return (l + 1) % every != 0 ? "linear_attention" : "full_attention";
   }
@@ -201,7 +207,7 @@ inline void read_moe(ModelSpec& s, const HfConfig& c, const std::string& type) {
     s.moe.shared_intermediate = type == "granitemoeshared" ? c.integer("shared_intermediate_size", 0) : 0;
     s.moe.shared_experts = s.moe.shared_intermediate > 0 ? 1 : 0;
     set_moe_layers(s, 0, 1);
-  } else if (type == "qwen2_moe" || type == "qwen3_moe" || type == "qwen3_next") {
+  } else if (type == "qwen2_moe" || type == "qwen3_moe" || gated_deltanet_hybrid(type)) {
     read_routed_experts(s, c, "moe_intermediate_size");
     if (type != "qwen3_moe") {  // one shared expert behind a sigmoid gate
       s.moe.shared_intermediate = c.integer("shared_expert_intermediate_size", 0);
@@ -242,18 +248,19 @@ inline void read_attention_details(ModelSpec& s, const HfConfig& c, const std::s
   s.o_bias = (type == "llama" || type == "gpt_oss" || type.rfind("granite", 0) == 0 || type == "phimoe") && s.qkv_bias;
   // Seed-OSS names the o_proj bias apart (transformers SeedOssAttention: attention_out_bias, false in its release).
   if (type == "seed_oss") s.o_bias = c.boolean("attention_out_bias", false);
-  s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "qwen3_next" || type == "gemma3_text" ||
+  s.qk_norm = type == "qwen3" || type == "qwen3_moe" || gated_deltanet_hybrid(type) || type == "gemma3_text" ||
               type == "olmo2" || (type == "glm4_moe" && c.boolean("use_qk_norm", false));
   s.qk_norm_full = type == "olmo2";
   s.attn_sinks = type == "gpt_oss";
-  s.attn_output_gate = type == "qwen3_next";
+  // Qwen3-Next always gates; Qwen3.5 names it attn_output_gate (true in its releases).
+  s.attn_output_gate = gated_deltanet_hybrid(type) && c.boolean("attn_output_gate", true);
   s.norms_per_layer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
   if (type == "phimoe") s.norm = NormKind::layer;
   s.lm_head_bias = c.boolean("lm_head_bias", false);
   s.tied_embeddings = c.boolean("tie_word_embeddings", gemma);  // Gemma ties by default, Llama does not
   s.final_logit_softcap = c.number("final_logit_softcapping", 0.0);
   s.attn_logit_softcap = c.number("attn_logit_softcapping", 0.0);
-  if (type == "qwen3_next") {
+  if (gated_deltanet_hybrid(type)) {
     s.linear.key_heads = c.integer("linear_num_key_heads");
     s.linear.value_heads = c.integer("linear_num_value_heads");
     s.linear.key_head_dim = c.integer("linear_key_head_dim");
@@ -274,7 +281,10 @@ inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
   s.model_type = type;
   s.family = Family::llama;
   read_attention_shape(s, c);
-  s.intermediate = c.integer("intermediate_size");
+  // Qwen3.5 MoE has no dense layer (every decoder layer is a Qwen3_5MoeSparseMoeBlock) and its config no
+  // intermediate_size: the expert width stands in for the dense width, which no layer then uses.
+  s.intermediate = type == "qwen3_5_moe_text" && !c.has("intermediate_size") ? c.integer("moe_intermediate_size")
+                                                                             : c.integer("intermediate_size");
   check_dimensions(s);  // before read_layer_types and read_moe build per-layer tables
   s.activation = c.string("hidden_act", c.string("hidden_activation", "silu"));
   s.dropout = c.number("attention_dropout", 0.0);
@@ -333,14 +343,14 @@ inline ModelSpec from_gpt_neox(const HfConfig& c) {
 
 inline constexpr std::string_view llama_like_types[] = {
     "llama",      "mistral", "mixtral",     "qwen2",   "qwen2_moe",  "qwen3",      "qwen3_moe",        "qwen3_next",
-    "gemma",      "gemma2",  "gemma3_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",     "glm4_moe",
-    "gpt_oss",    "olmo2",   "granite",     "granitemoe", "granitemoeshared", "llama4_text", "seed_oss",
+    "qwen3_5_moe_text", "gemma", "gemma2",  "gemma3_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",
+    "glm4_moe",   "gpt_oss", "olmo2",       "granite", "granitemoe", "granitemoeshared", "llama4_text", "seed_oss",
     "kimi_linear"};
 
 inline constexpr const char* supported_model_types =
-    "llama, llama4 (text), mistral, mistral3 (text), mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, gemma, "
-    "gemma2, gemma3 (text), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, deepseek_v2, deepseek_v3, glm4_moe, gpt_oss, "
-    "olmo2, granite, granitemoe, granitemoeshared, seed_oss, kimi_linear";
+    "llama, llama4 (text), mistral, mistral3 (text), mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, "
+    "qwen3_5_moe (text: Qwen3.5/3.6 MoE), gemma, gemma2, gemma3 (text), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, "
+    "deepseek_v2, deepseek_v3, glm4_moe, gpt_oss, olmo2, granite, granitemoe, granitemoeshared, seed_oss, kimi_linear";
 
 // Parse an HF config object; `where` names it in errors (a path or a preset id).
 inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string& where) {

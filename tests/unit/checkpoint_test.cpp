@@ -240,6 +240,28 @@ TEST_CASE("checkpoint: tensors placed by name, packed formats counted as weights
   CHECK(stored_language_weights(w, c).nearest == WeightFormat::gptq_int4);
 }
 
+TEST_CASE("checkpoint: ModelOpt NVFP4 and its FP8 layers counted as weights", "[checkpoint]") {
+  // nvidia/*-NVFP4 layout: an expert's weight as U8 [out, in/2], weight_scale E4M3 [out, in/16], weight_scale_2 and
+  // input_scale fp32 scalars; MIXED_PRECISION keeps attention in FP8 (weight F8_E4M3, fp32 scales).
+  Checkpoint c;
+  c.format = "safetensors";
+  c.quantization = "modelopt";
+  c.tensors = {
+      {"model.layers.0.mlp.experts.0.up_proj.weight", "U8", 512 * 2048 / 2, 512 * 2048 / 2},
+      {"model.layers.0.mlp.experts.0.up_proj.weight_scale", "F8_E4M3", 512 * 2048 / 16, 512 * 2048 / 16},
+      {"model.layers.0.mlp.experts.0.up_proj.weight_scale_2", "F32", 1, 4},
+      {"model.layers.0.mlp.experts.0.up_proj.input_scale", "F32", 1, 4},
+      {"model.layers.0.self_attn.o_proj.weight", "F8_E4M3", 2048 * 1024, 2048 * 1024},
+      {"model.layers.0.self_attn.o_proj.weight_scale", "F32", 1, 4},
+  };
+  const StoredWeights w = stored_weights(c, 1);
+  CHECK(w.language_params.in(unit::params) == 512 * 2048 + 2048 * 1024);  // scales are bytes, not weights
+  CHECK(w.language.per_layer[0].in(unit::bytes) == 512 * 2048 / 2 + 512 * 2048 / 16 + 4 + 4 + 2048 * 1024 + 4);
+  CHECK(stored_language_weights(w, c).nearest == WeightFormat::fp8);  // FP8 bytes dominate here
+  c.tensors.resize(4);
+  CHECK(stored_language_weights(stored_weights(c, 1), c).nearest == WeightFormat::nvfp4);
+}
+
 TEST_CASE("serving: stored bytes are the weights unless --weights names a format", "[checkpoint]") {
   const ModelSpec& s = find_preset("llama-3.1-8b").spec;
   InferenceWorkload w;

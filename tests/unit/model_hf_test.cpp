@@ -125,6 +125,35 @@ TEST_CASE("model_from_hf_config: each layer's attention kind", "[model_hf]") {
   CHECK_THROWS_WITH(model_from_hf_config(odd, "g"), Catch::Contains("one entry per layer"));
 }
 
+TEST_CASE("load_hf_config: Qwen3.6-35B-A3B (qwen3_5_moe) counts as by hand", "[model_hf]") {
+  // The multimodal wrapper's text_config (model_type qwen3_5_moe_text): 40 layers of hidden 2048, 3 Gated DeltaNet
+  // layers then 1 gated full-attention layer, 256 experts of width 512 (top 8) and one gated shared expert of 512
+  // in every layer, vocab 248,320, untied. By hand:
+  //   embeddings + lm_head 2 · 248,320 · 2048                                                =  1,017,118,720
+  //   full attention, ×10: q+gate 2048·2·16·256 + k, v 2·2048·2·256 + o 4096·2048 + q/k norm 2·256 = 27,263,488
+  //   Gated DeltaNet, ×30: in_proj_qkvz 2048·(2·2048 + 2·4096) + in_proj_ba 2048·64 + conv1d 8192·4
+  //                        + dt_bias, A_log 2·32 + norm 128 + out_proj 4096·2048                    = 33,718,464
+  //   MoE, ×40: experts 256·3·2048·512 + router 2048·256 + shared 3·2048·512 + shared gate 2048   =    808,978,432
+  //   layer norms 2·2048 ×40, final norm 2048
+  // = 34,660,610,688 — the model card's "35B in total" with the vision tower (27 blocks of width 1152) and the MTP
+  // layer, which are not part of the language model counted here.
+  const ModelSpec q = load_hf_config(test::data + "/engines/configs/qwen3.6-35b-a3b.json");
+  CHECK(q.model_type == "qwen3_5_moe_text");
+  CHECK(count_params(q).total.in(unit::params) == 34'660'610'688);
+  CHECK(q.attn_output_gate);
+  CHECK(q.moe_layer_count() == 40);
+  CHECK(q.is_linear_layer(0));
+  CHECK_FALSE(q.is_linear_layer(3));
+  CHECK(q.partial_rotary == 0.25);  // from rope_parameters
+  // The text config alone (as vLLM's Qwen3_5MoeConfig hands it on) is the same model.
+  std::ifstream f(test::data + "/engines/configs/qwen3.6-35b-a3b.json");
+  nlohmann::json text = nlohmann::json::parse(f)["text_config"];
+  CHECK(count_params(model_from_hf_config(text, "t")).total.in(unit::params) == 34'660'610'688);
+  // A config that asks for no output gate loses the q_proj half that makes it: 10 layers · 2048 · 4096.
+  text["attn_output_gate"] = false;
+  CHECK(count_params(model_from_hf_config(text, "t")).total.in(unit::params) == 34'660'610'688 - 10LL * 2048 * 4096);
+}
+
 TEST_CASE("model_from_hf_config: both RoPE layouts and both field names give one model", "[model_hf]") {
   // transformers 4.x: rope_theta / partial_rotary_factor at the top level; 5.x: nested under rope_parameters.
   auto v4 = preset_config("zai.json", "glm-4.5-air");

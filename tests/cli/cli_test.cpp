@@ -1005,3 +1005,30 @@ TEST_CASE("cli: llama.cpp on a Mac fits in Metal's working set; no compute rate 
   CHECK(t.code == ExitCode::ok);
   CHECK(t.out.find("Throughput decode at most") != std::string::npos);
 }
+
+// Ollama's own layer counts (the "offload" lines of tests/data/engines/collected/ollama.jsonl, single GPU, the
+// memory.available they print as the free memory): two exact, two one layer off (phi-4: Ollama's estimate of the
+// compute graph is smaller than llama.cpp's buffer; gemma-3-12b: its vision projector, 1.8 GiB, is not modelled).
+TEST_CASE("cli: Ollama offloads the layers its scheduler fits to the free memory", "[cli][offload][ollama]") {
+  struct Case {
+    const char* model;
+    const char* ctx;
+    const char* parallel;
+    const char* available;
+    int logged, within;
+  };
+  for (const Case& c : {Case{"phi-4", "2048", "1", "6.9GiB", 29, 1}, Case{"gemma-3-12b", "8192", "1", "11.1GiB", 48, 1},
+                        Case{"llama-3.1-8b", "2048", "4", "23.3GiB", 33, 0}, Case{"gemma-3-27b", "4096", "2", "33.6GiB", 63, 0}}) {
+    const auto r = run_cli({"infer", "--model", c.model, "--profile", "ollama", "--weights", "q4_k_m", "--context", c.ctx,
+                            "--parallel", c.parallel, "--gpu-memory", c.available, "--format", "json"});
+    REQUIRE(r.code == ExitCode::ok);
+    const int got = nlohmann::json::parse(r.out)["serving"]["gpu_layers"].get<int>();
+    INFO(c.model << ": " << got << " layers, logged " << c.logged);
+    CHECK(std::abs(got - c.logged) <= c.within);
+  }
+  // OLLAMA_GPU_OVERHEAD leaves that much more unused: fewer layers.
+  const auto with = run_cli({"infer", "--model", "phi-4", "--profile", "ollama", "--weights", "q4_k_m", "--context",
+                             "2048", "--gpu-memory", "6.9GiB", "--gpu-overhead", "1GiB", "--format", "json"});
+  REQUIRE(with.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(with.out)["serving"]["gpu_layers"].get<int>() < 28);
+}

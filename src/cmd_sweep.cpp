@@ -112,6 +112,8 @@ struct Point {
 // and its KV pool holds the concurrency at the context (infer's verdict), so a sweep shows the pool and what it
 // holds rather than a total that grows past the GPU.
 std::optional<EnginePool> engine_pool(const nlohmann::json& report) {
+  // operator[] on a const json with a missing key is undefined (a train report has no "serving"): look first.
+  if (!report.contains("serving")) return std::nullopt;
   const auto& s = report["serving"];
   if (!s.is_object() || !s.contains("kv_pool_bytes") || s["kv_pool_bytes"].is_null()) return std::nullopt;
   return EnginePool{s["starts"].get<bool>(), s["kv_pool_bytes"].get<double>(),

@@ -988,6 +988,15 @@ TEST_CASE("cli: gpt-oss-120b on an RTX 4090 under llama.cpp: --fit keeps experts
   CHECK(j["serving"]["host_memory_bytes"].get<double>() > 30e9);
   CHECK(j["fit"]["fits"] == true);
   CHECK(j["throughput"]["decode_bound"] == "host memory (weights on the CPU)");
+  // Held out (yy-b7342 in tests/data/engines/collected/llama_cpp.jsonl): Qwen3-Coder-30B Q8_0 at n_ctx 65536 × 4 on
+  // an A100 PCIe 40GB with "39903 MiB free" offloaded 49/49; --fit leaves such a start as it is.
+  const auto held = run_cli({"infer", "--model", "qwen3-30b-a3b", "--profile", "llama.cpp", "--weights", "q8_0",
+                             "--context", "65536", "--parallel", "4", "--gpu", "a100-40gb-pcie", "--gpu-free", "39903MiB",
+                             "--format", "json"});
+  REQUIRE(held.code == ExitCode::ok);
+  const auto h = nlohmann::json::parse(held.out);
+  CHECK(h["serving"]["gpu_layers"] == 49);
+  CHECK(h["serving"]["host_expert_layers"] == 0);
   CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--override-tensor", "attn_q"}).code ==
         ExitCode::usage);
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--cpu-moe"}).code == ExitCode::usage);

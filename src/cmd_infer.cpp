@@ -203,6 +203,18 @@ nlohmann::json infer_report(const InferOptions& o) {
                                     detail::decimal(metal->capacity().in(unit::bytes) / 1073741824.0, 2) +
                                     " GiB of the unified memory (3/4 from 36 GB, 2/3 below; raised by "
                                     "sysctl iogpu.wired_limit_mb)");
+  // --gpu-free: other processes hold the rest. llama.cpp measures it after creating its CUDA context, Ollama before
+  // starting its runner.
+  std::optional<Device> shared;
+  if (device && w.llama_cpp.gpu_free && llama_cpp_engine(w.profile)) {
+    shared = *device;
+    const Bytes own = w.profile == Profile::ollama ? Bytes(0) : LlamaCppProfile::cuda_context;
+    shared->usable_memory = std::min(device->capacity(), *w.llama_cpp.gpu_free + own);
+    device = &*shared;
+    report["assumptions"].push_back("--gpu-free: the verdict is against " +
+                                    detail::decimal(device->capacity().in(unit::bytes) / 1073741824.0, 2) +
+                                    " GiB, the free memory" + (own.in(unit::bytes) > 0 ? " and the CUDA context" : ""));
+  }
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);
     // vLLM and SGLang: the setup fits when the engine starts (its pool holds one max_model_len request) and the

@@ -997,6 +997,13 @@ TEST_CASE("cli: gpt-oss-120b on an RTX 4090 under llama.cpp: --fit keeps experts
   const auto h = nlohmann::json::parse(held.out);
   CHECK(h["serving"]["gpu_layers"] == 49);
   CHECK(h["serving"]["host_expert_layers"] == 0);
+  // --gpu-free: another process holds the rest; --fit places for what is free and the verdict is against it.
+  const auto busy = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--weights", "q4_k_m",
+                             "--gpu", "rtx-4090", "--gpu-free", "2GiB", "--format", "json"});
+  REQUIRE(busy.code == ExitCode::ok);
+  const auto b = nlohmann::json::parse(busy.out);
+  CHECK(b["serving"]["gpu_layers"].get<int>() < 33);
+  CHECK(b["fit"]["capacity_bytes"].get<double>() < 2.5 * 1073741824.0);
   CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--override-tensor", "attn_q"}).code ==
         ExitCode::usage);
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--cpu-moe"}).code == ExitCode::usage);

@@ -65,6 +65,8 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--fit-target", w.llama_cpp.fit_target_mib, "llama.cpp --fit-target: MiB --fit leaves free (default 1024)");
   cmd.add_option("--gpu-free", o.gpu_free, "llama.cpp: the GPU's free memory at start (default: its total less the "
                                            "CUDA context), what --fit places for");
+  cmd.add_option("--gpu-overhead", o.gpu_overhead, "Ollama OLLAMA_GPU_OVERHEAD: memory its scheduler leaves unused "
+                                                   "(bytes or a size; default 0)");
   cmd.add_option("--n-cpu-moe", o.n_cpu_moe, "llama.cpp --n-cpu-moe: routed experts of the first N layers in host memory");
   cmd.add_option("--host-memory-bandwidth", o.host_memory_bandwidth,
                  "llama.cpp: the host's memory bandwidth for weights left there (default 89.6GB/s: dual-channel "
@@ -128,6 +130,7 @@ nlohmann::json infer_report(const InferOptions& o) {
   }
   if (!(w.llama_cpp.fit_target_mib >= 0 && w.llama_cpp.fit_target_mib <= 1e7)) throw InputError("--fit-target must be 0 or more MiB");
   if (!o.gpu_free.empty()) w.llama_cpp.gpu_free = parse_bytes(o.gpu_free);
+  if (!o.gpu_overhead.empty()) w.llama_cpp.gpu_overhead_bytes = parse_bytes(o.gpu_overhead).in(unit::bytes);
   if (o.n_cpu_moe < -1) throw InputError("--n-cpu-moe must be 0 or more");
   if (o.n_cpu_moe >= 0) w.llama_cpp.n_cpu_moe = o.n_cpu_moe;
   if (o.cpu_moe) w.llama_cpp.n_cpu_moe = std::numeric_limits<std::int64_t>::max();
@@ -201,6 +204,18 @@ nlohmann::json infer_report(const InferOptions& o) {
                                     detail::decimal(metal->capacity().in(unit::bytes) / 1073741824.0, 2) +
                                     " GiB of the unified memory (3/4 from 36 GB, 2/3 below; raised by "
                                     "sysctl iogpu.wired_limit_mb)");
+  // --gpu-free: other processes hold the rest. llama.cpp measures it after creating its CUDA context, Ollama before
+  // starting its runner.
+  std::optional<Device> shared;
+  if (device && w.llama_cpp.gpu_free && llama_cpp_engine(w.profile)) {
+    shared = *device;
+    const Bytes own = w.profile == Profile::ollama ? Bytes(0) : LlamaCppProfile::cuda_context;
+    shared->usable_memory = std::min(device->capacity(), *w.llama_cpp.gpu_free + own);
+    device = &*shared;
+    report["assumptions"].push_back("--gpu-free: the verdict is against " +
+                                    detail::decimal(device->capacity().in(unit::bytes) / 1073741824.0, 2) +
+                                    " GiB, the free memory" + (own.in(unit::bytes) > 0 ? " and the CUDA context" : ""));
+  }
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);
     // vLLM and SGLang: the setup fits when the engine starts (its pool holds one max_model_len request) and the

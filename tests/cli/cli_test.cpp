@@ -1042,6 +1042,22 @@ TEST_CASE("cli: gpt-oss-120b on an RTX 4090 under llama.cpp: --fit keeps experts
   CHECK(j["serving"]["host_memory_bytes"].get<double>() > 30e9);
   CHECK(j["fit"]["fits"] == true);
   CHECK(j["throughput"]["decode_bound"] == "host memory (weights on the CPU)");
+  // Held out (yy-b7342 in tests/data/engines/collected/llama_cpp.jsonl): Qwen3-Coder-30B Q8_0 at n_ctx 65536 × 4 on
+  // an A100 PCIe 40GB with "39903 MiB free" offloaded 49/49; --fit leaves such a start as it is.
+  const auto held = run_cli({"infer", "--model", "qwen3-30b-a3b", "--profile", "llama.cpp", "--weights", "q8_0",
+                             "--context", "65536", "--parallel", "4", "--gpu", "a100-40gb-pcie", "--gpu-free", "39903MiB",
+                             "--format", "json"});
+  REQUIRE(held.code == ExitCode::ok);
+  const auto h = nlohmann::json::parse(held.out);
+  CHECK(h["serving"]["gpu_layers"] == 49);
+  CHECK(h["serving"]["host_expert_layers"] == 0);
+  // --gpu-free: another process holds the rest; --fit places for what is free and the verdict is against it.
+  const auto busy = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--weights", "q4_k_m",
+                             "--gpu", "rtx-4090", "--gpu-free", "2GiB", "--format", "json"});
+  REQUIRE(busy.code == ExitCode::ok);
+  const auto b = nlohmann::json::parse(busy.out);
+  CHECK(b["serving"]["gpu_layers"].get<int>() < 33);
+  CHECK(b["fit"]["capacity_bytes"].get<double>() < 2.5 * 1073741824.0);
   CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--override-tensor", "attn_q"}).code ==
         ExitCode::usage);
   CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "llama.cpp", "--cpu-moe"}).code == ExitCode::usage);
@@ -1058,4 +1074,31 @@ TEST_CASE("cli: llama.cpp on a Mac fits in Metal's working set; no compute rate 
                           "--gpu-memory", "16GiB", "--weights", "q4_k_m"});
   CHECK(t.code == ExitCode::ok);
   CHECK(t.out.find("Throughput decode at most") != std::string::npos);
+}
+
+// Ollama's own layer counts (the "offload" lines of tests/data/engines/collected/ollama.jsonl, single GPU, the
+// memory.available they print as the free memory): two exact, two one layer off (phi-4: Ollama's estimate of the
+// compute graph is smaller than llama.cpp's buffer; gemma-3-12b: its vision projector, 1.8 GiB, is not modelled).
+TEST_CASE("cli: Ollama offloads the layers its scheduler fits to the free memory", "[cli][offload][ollama]") {
+  struct Case {
+    const char* model;
+    const char* ctx;
+    const char* parallel;
+    const char* available;
+    int logged, within;
+  };
+  for (const Case& c : {Case{"phi-4", "2048", "1", "6.9GiB", 29, 1}, Case{"gemma-3-12b", "8192", "1", "11.1GiB", 48, 1},
+                        Case{"llama-3.1-8b", "2048", "4", "23.3GiB", 33, 0}, Case{"gemma-3-27b", "4096", "2", "33.6GiB", 63, 0}}) {
+    const auto r = run_cli({"infer", "--model", c.model, "--profile", "ollama", "--weights", "q4_k_m", "--context", c.ctx,
+                            "--parallel", c.parallel, "--gpu-memory", c.available, "--format", "json"});
+    REQUIRE(r.code == ExitCode::ok);
+    const int got = nlohmann::json::parse(r.out)["serving"]["gpu_layers"].get<int>();
+    INFO(c.model << ": " << got << " layers, logged " << c.logged);
+    CHECK(std::abs(got - c.logged) <= c.within);
+  }
+  // OLLAMA_GPU_OVERHEAD leaves that much more unused: fewer layers.
+  const auto with = run_cli({"infer", "--model", "phi-4", "--profile", "ollama", "--weights", "q4_k_m", "--context",
+                             "2048", "--gpu-memory", "6.9GiB", "--gpu-overhead", "1GiB", "--format", "json"});
+  REQUIRE(with.code == ExitCode::ok);
+  CHECK(nlohmann::json::parse(with.out)["serving"]["gpu_layers"].get<int>() < 28);
 }

@@ -146,3 +146,15 @@ TEST_CASE("launch configs: Accelerate, axolotl and torchtune keys", "[launch]") 
   CHECK(cfg["tokenizer"]["max_seq_len"] == 4096);
   CHECK(cfg["enable_activation_checkpointing"] == true);
 }
+
+TEST_CASE("launch llama.cpp and Ollama: where the weights go", "[launch][offload]") {
+  const Import ot = import_serving_command({"llama-server", "-ot", "blk\\.1\\.ffn_.*_exps=CPU", "-ot", "exps=CPU"});
+  CHECK(value_of(ot, "--override-tensor") == "blk\\.1\\.ffn_.*_exps=CPU,exps=CPU");  // repeated rules add up
+  CHECK(ot.ignored.empty());
+  CHECK(value_of(import_serving_command({"llama-server", "-ncmoe", "12"}), "--n-cpu-moe") == "12");
+  CHECK(value_of(import_serving_command({"llama-server", "-cmoe"}), "--cpu-moe") == "(set)");
+  CHECK(value_of(import_serving_command({"llama-server", "--fit", "off", "-fitt", "2048"}), "--fit") == "off");
+  CHECK(value_of(import_serving_command({"llama-server", "--fit", "off", "-fitt", "2048"}), "--fit-target") == "2048");
+  CHECK(value_of(import_serving_command({"OLLAMA_GPU_OVERHEAD=536870912", "ollama", "serve"}), "--gpu-overhead") ==
+        "536870912");
+}

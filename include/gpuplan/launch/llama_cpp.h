@@ -91,8 +91,13 @@ inline bool llama_flag(Import& im, Argv& args, const Argv::Token& t, LlamaCache&
   if (f == "--override-tensor" || f == "-ot") {
     // Rules of repeated -ot flags add up (common/arg.cpp appends them); gpuplan takes one comma-separated list.
     const std::string v = args.value(t, src);
-    const Setting* before = im.find("--override-tensor");
-    im.set("--override-tensor", before ? before->value + "," + v : v, before ? before->source + " " + src : src);
+    for (auto& s : im.settings)
+      if (s.flag == "--override-tensor") {
+        s.value += "," + v;
+        s.source += " " + src;
+        return true;
+      }
+    im.set("--override-tensor", v, src);
     return true;
   }
   if (f == "--fit" || f == "-fit") {

@@ -67,7 +67,9 @@ inline void ollama_env(Import& im, const std::string& assignment) {
     const auto t = ggml_cache_type(lower(v));
     if (!t) throw InputError(assignment + ": expected f16, q8_0 or q4_0");
     im.set("--kv-dtype", *t, assignment);
-  } else if (k == "OLLAMA_GPU_OVERHEAD" || k == "OLLAMA_SCHED_SPREAD" || k == "OLLAMA_NEW_ENGINE") {
+  } else if (k == "OLLAMA_GPU_OVERHEAD") {
+    im.set("--gpu-overhead", number_text(whole(v, k)), assignment);  // bytes (envconfig.GpuOverhead)
+  } else if (k == "OLLAMA_SCHED_SPREAD" || k == "OLLAMA_NEW_ENGINE") {
     im.ignore(assignment, "a setting gpuplan's Ollama profile does not model");
   } else {
     im.ignore(assignment, k.rfind("OLLAMA_", 0) == 0 ? no_memory_effect : "an environment variable Ollama does not read",

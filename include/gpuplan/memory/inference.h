@@ -829,8 +829,19 @@ inline LlamaCppPlacement llama_cpp_fit(const ModelSpec& s, const InferenceWorklo
   return best;
 }
 
+// Ollama's scheduler (llm/memory.go, server.go): num_gpu, when not given, is the most whole layers, counted from the
+// last, whose buffers leave OllamaProfile::minimum_memory and OLLAMA_GPU_OVERHEAD of the free memory; experts are
+// never split from their layer. The buffers are llama.cpp's (what the runner allocates), not Ollama's own estimate.
+inline LlamaCppPlacement ollama_place(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
+                                      WeightFormat f, double free) {
+  const double limit = free - OllamaProfile::minimum_memory - w.llama_cpp.gpu_overhead_bytes;
+  LlamaCppPlacement p{s.layers + 1, std::vector<double>(static_cast<std::size_t>(s.layers), 0.0)};
+  while (p.gpu_layers > 0 && llama_cpp_buffers(s, w, t, f, p).gpu() > limit) --p.gpu_layers;
+  return p;
+}
+
 // llama.cpp (memory/llama_cpp.h): the buffers its log prints per device, for the placement the flags ask for or, with
-// --fit and a device, the one llama.cpp fits to its free memory.
+// --fit and a device, the one llama.cpp fits to its free memory (Ollama: the layers its scheduler offloads).
 inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                             const InferenceTensors& t) {
   const LlamaCppSettings& k = w.llama_cpp;
@@ -848,8 +859,12 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
                                        : 0.0;
   const bool fit = !ollama && !placed_by_flags && k.fit.value_or(row.fit) && free > 0;
   const double target = free - k.fit_target_mib * 1048576.0;
-  const LlamaCppPlacement p = fit ? llama_cpp_fit(s, w, t, est.weights, target)
-                                  : llama_cpp_flag_placement(s, k, ollama || row.all_layers);
+  // Ollama measures the free memory before its runner starts: the runner's own CUDA context is in its reserve.
+  const double ollama_free = k.gpu_free ? k.gpu_free->in(unit::bytes) : w.device_memory ? w.device_memory->in(unit::bytes) : 0.0;
+  const bool scheduled = ollama && !placed_by_flags && ollama_free > 0;
+  const LlamaCppPlacement p = fit         ? llama_cpp_fit(s, w, t, est.weights, target)
+                              : scheduled ? ollama_place(s, w, t, est.weights, ollama_free)
+                                          : llama_cpp_flag_placement(s, k, ollama || row.all_layers);
   const LlamaCppBuffers b = llama_cpp_buffers(s, w, t, est.weights, p);
   MemoryComponents m;
   m.weights = Bytes(b.gpu_weights);
@@ -878,7 +893,10 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
                               (k.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
   const std::int64_t host_experts = p.host_expert_layers();
   const std::string where =
-      fit ? "--fit to " + detail::decimal(free / 1073741824.0, 2) + " GiB free less --fit-target " +
+      scheduled ? "Ollama's scheduler: the layers that leave 457 MiB" +
+                      std::string(k.gpu_overhead_bytes > 0 ? " + OLLAMA_GPU_OVERHEAD" : "") + " of " +
+                      detail::decimal(ollama_free / 1073741824.0, 2) + " GiB free: "
+      : fit ? "--fit to " + detail::decimal(free / 1073741824.0, 2) + " GiB free less --fit-target " +
                 std::to_string(std::llround(k.fit_target_mib)) + " MiB: "
           : placed_by_flags ? "" : "no -ngl (" + std::string(row.all_layers || ollama ? "all" : "none") + " by default): ";
   est.assumptions.push_back(

@@ -57,6 +57,7 @@ struct LlamaCppSettings {
   std::optional<std::int64_t> n_cpu_moe;     // --n-cpu-moe N: routed experts of the first N layers in host memory
   std::vector<std::string> override_tensor;  // -ot PATTERN=CPU rules (regex_search on tensor names, first match wins)
   std::optional<Bytes> gpu_free;             // the device's free memory at start (default: its total less the context)
+  double gpu_overhead_bytes = 0;             // Ollama: OLLAMA_GPU_OVERHEAD, memory its scheduler leaves unused
 };
 
 struct LlamaCppRelease {
@@ -153,6 +154,10 @@ inline constexpr EngineVersion ollama_newest{0, 21, 0};  // the newest read (llm
 
 struct OllamaProfile {
   static constexpr std::int64_t num_batch = 512;
+  // The scheduler offloads the most layers whose buffers leave this much of a CUDA or ROCm GPU's free memory
+  // (discover/gpu.go cudaMinimumMemory and rocmMinimumMemory, 457 MiB, from 0.1 through 0.12), plus
+  // OLLAMA_GPU_OVERHEAD.
+  static constexpr double minimum_memory = 457 * 1048576.0;
   static const OllamaRelease& release(const std::optional<EngineVersion>& v) {
     return pick_release(ollama_releases, v ? v : std::optional(ollama_newest), "Ollama");
   }

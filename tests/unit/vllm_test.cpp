@@ -176,6 +176,25 @@ TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and
   const auto e = estimate_inference_memory(oss, w);
   CHECK(*e.serving.max_concurrency == Approx(double(*e.serving.kv_blocks) / 8713.0));
   CHECK(*e.serving.max_concurrency > 1.8 * double(*e.serving.kv_tokens) / 131'072);
+  // From 0.24 the logged tokens are that concurrency × max_model_len (a 0.24.0 log: 567,978 = 4.33 × 131,072).
+  w.vllm.version = EngineVersion{0, 24, 0};
+  const auto e24 = estimate_inference_memory(oss, w);
+  CHECK(*e24.serving.kv_tokens == std::int64_t(*e24.serving.max_concurrency * 131'072));
+}
+
+TEST_CASE("vLLM: linear-attention layers are KV-cache groups of their own (hybrid manager)", "[engines][vllm]") {
+  // Qwen3-Next: 12 full-attention and 36 Gated DeltaNet layers → groups of 12: 1 attention group and 3 state groups;
+  // the logged tokens divide the blocks by all 4 (_report_kv_cache_config before 0.24; a 0.11.2 Kimi Linear log,
+  // 7 MLA + 20 KDA layers, prints blocks ÷ 4 × 16).
+  const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;
+  const VllmKvGroups g = vllm_kv_groups(next, 1024.0, vllm_release(EngineVersion{0, 11, 2}));
+  CHECK(g.group_size == 12);
+  CHECK(g.full_groups == 1);
+  CHECK(g.linear_groups == 3);
+  CHECK(g.tokens(4000) == 1000 * 16);
+  CHECK(g.request_blocks(4096, 8192) == 256);  // only the attention group's blocks grow with the request
+  // Before the hybrid manager (V0) the state was a cache of its own: one group, the attention layers'.
+  CHECK(vllm_kv_groups(next, 1024.0, vllm_release(EngineVersion{0, 9, 2})).groups() == 1);
 }
 
 TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release and interconnect", "[engines][vllm]") {

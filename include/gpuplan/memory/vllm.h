@@ -233,19 +233,25 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
   return double(s.moe_layer_count()) * experts_here * 3.0 * double(ip * hp - i * h) * 4.25 / 8.0;
 }
 
+// The first release modelled as printing its KV tokens as max concurrency × max_model_len (see vllm_estimate).
+inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 24, 0};
+
 // The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block of block_size
 // tokens is one page of the same size. One kind of attention: one group. Full and sliding-window layers mixed
 // (hybrid manager, 0.10 on): groups of group_size layers of one kind, group_size the smaller kind's count (the
 // larger's when it is under 1.5 times that), the last group of a kind padded; the pool is group_size tensors of
 // num_blocks pages, shared by one layer of each group. Chunked local attention (Llama 4) stays one full-attention
 // group: vLLM turns the hybrid manager off for it (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset).
+// Linear-attention (Mamba-like) layers are a kind of their own under the hybrid manager: grouped alike, and counted
+// in the groups the logged token count divides by (_report_kv_cache_config: num_blocks // len(kv_cache_groups) ×
+// block_size); their state is kept per request beside the attention blocks (`state` in vllm_estimate).
 struct VllmKvGroups {
   double page = 0;                 // one layer's block, per GPU
   std::int64_t group_size = 0;     // layers per group
-  std::int64_t full_groups = 0, window_groups = 0;
+  std::int64_t full_groups = 0, window_groups = 0, linear_groups = 0;
   std::int64_t window = 0;         // sliding window of the window groups
 
-  std::int64_t groups() const { return full_groups + window_groups; }
+  std::int64_t groups() const { return full_groups + window_groups + linear_groups; }
   // Blocks one request of max_len tokens holds (FullAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes).
   std::int64_t request_blocks(std::int64_t max_len, std::int64_t batched) const {
     const std::int64_t bs = VllmProfile::block_size;
@@ -261,22 +267,27 @@ struct VllmKvGroups {
 };
 
 inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, double kv_layer_tok, const VllmRelease& r) {
-  std::int64_t full = 0, windowed = 0;
+  std::int64_t full = 0, windowed = 0, linear = 0;
   const bool split = r.hybrid_kv && !s.chunked_attention;
-  for (std::int64_t l = 0; l < s.layers; ++l)
-    if (!s.is_linear_layer(l)) ++((split && s.is_sliding_layer(l)) ? windowed : full);
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    if (s.is_linear_layer(l)) ++linear;
+    else ++((split && s.is_sliding_layer(l)) ? windowed : full);
+  }
+  if (!r.hybrid_kv) linear = 0;  // before the hybrid manager the state lived in a cache of its own
   VllmKvGroups g;
   g.page = kv_layer_tok * double(VllmProfile::block_size);
   g.window = s.sliding_window;
-  if (full == 0 || windowed == 0) {
-    g.group_size = std::max<std::int64_t>(full + windowed, 1);
-    (windowed > 0 ? g.window_groups : g.full_groups) = 1;
-    return g;
+  std::int64_t lo = 0, hi = 0;
+  for (const std::int64_t n : {full, windowed, linear}) {
+    if (n == 0) continue;
+    lo = lo == 0 ? n : std::min(lo, n);
+    hi = std::max(hi, n);
   }
-  const std::int64_t lo = std::min(full, windowed), hi = std::max(full, windowed);
-  g.group_size = double(hi) < 1.5 * double(lo) ? hi : lo;
-  g.full_groups = (full + g.group_size - 1) / g.group_size;
-  g.window_groups = (windowed + g.group_size - 1) / g.group_size;
+  g.group_size = std::max<std::int64_t>(double(hi) < 1.5 * double(lo) ? hi : lo, 1);
+  auto groups_of = [&](std::int64_t n) { return (n + g.group_size - 1) / g.group_size; };
+  g.full_groups = groups_of(full);
+  g.window_groups = groups_of(windowed);
+  g.linear_groups = groups_of(linear);
   return g;
 }
 

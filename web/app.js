@@ -209,6 +209,7 @@ function renderEngine(report) {
     ["profiling peak (activations)", bytes(s.activation_peak_bytes)],
     ["CUDA graphs", bytes(s.cuda_graph_bytes)],
     ["layers on the GPU", s.gpu_layers === null ? null : String(s.gpu_layers)],
+    ["layers whose routed experts stay in host memory", s.host_expert_layers ? String(s.host_expert_layers) : null],
     ["host memory", bytes(s.host_memory_bytes)],
   ]);
   $("engine").dataset.kvTokens = String(s.kv_tokens ?? "");

@@ -589,12 +589,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
     // group (get_max_concurrency_for_kv_cache_config).
     sv.max_concurrency = state > 0 ? std::max(0.0, pool) / request(len)
                                    : double(blocks) / double(g.request_blocks(len, batched));
-    // "GPU KV cache size: N tokens": blocks over every group (Mamba-like ones too) × block_size; later releases print
-    // max concurrency × max_model_len (_report_kv_cache_config), which counts sliding-window and state groups by what a
-    // request holds in them: a 0.24.0 log prints 567,978 = 4.33 × 131,072 for Qwen3.6, a 0.11.2 one blocks ÷ 4 groups
-    // for Kimi Linear; the change lies between them, taken at the newer one.
-    sv.kv_tokens = version >= vllm_tokens_from_concurrency ? std::int64_t(*sv.max_concurrency * double(max_len))
-                                                            : g.tokens(blocks);
+    sv.kv_tokens = vllm_logged_tokens(g, blocks, *sv.max_concurrency, max_len, version);
     // vLLM refuses a max_model_len above the model's derived maximum (ModelConfig._get_and_verify_max_len).
     const bool too_long = w.context && s.max_positions > 0 && *w.context > s.max_positions;
     sv.starts = pool >= request(max_len) && !too_long;

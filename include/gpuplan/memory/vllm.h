@@ -233,9 +233,6 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
   return double(s.moe_layer_count()) * experts_here * 3.0 * double(ip * hp - i * h) * 4.25 / 8.0;
 }
 
-// The first release modelled as printing its KV tokens as max concurrency × max_model_len (see vllm_estimate).
-inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 24, 0};
-
 // The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block of block_size
 // tokens is one page of the same size. One kind of attention: one group. Full and sliding-window layers mixed
 // (hybrid manager, 0.10 on): groups of group_size layers of one kind, group_size the smaller kind's count (the
@@ -289,6 +286,16 @@ inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, double kv_layer_tok, cons
   g.window_groups = groups_of(windowed);
   g.linear_groups = groups_of(linear);
   return g;
+}
+
+// "GPU KV cache size: N tokens": blocks over every group (Mamba-like ones too) × block_size; later releases print max
+// concurrency × max_model_len (_report_kv_cache_config), which counts sliding-window and state groups by what a
+// request holds in them: a 0.24.0 log prints 567,978 = 4.33 × 131,072 for Qwen3.6, a 0.11.2 one blocks ÷ 4 groups for
+// Kimi Linear; the change lies between them, taken at the newer one.
+inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 24, 0};
+inline std::int64_t vllm_logged_tokens(const VllmKvGroups& g, std::int64_t blocks, double concurrency,
+                                       std::int64_t max_model_len, EngineVersion v) {
+  return v >= vllm_tokens_from_concurrency ? std::int64_t(concurrency * double(max_model_len)) : g.tokens(blocks);
 }
 
 }  // namespace gpuplan

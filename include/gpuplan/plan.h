@@ -178,11 +178,34 @@ class TrainingMemoryScreen {
 // ---------------------------------------------------------------------------------------------------------------
 // Training plan
 
+// The micro-batches the planner tries (sequences per GPU in one forward and backward): powers of two to 16.
+inline constexpr std::array<std::int64_t, 5> plan_micro_batches{1, 2, 4, 8, 16};
+
+// The planner's default tokens per optimizer step: 4M to pre-train (Llama 2, Touvron et al. 2023, §2.2), 512K to
+// fine-tune (Tulu 3's SFT, Lambert et al. 2024: 128 sequences × 4096 tokens).
+inline double default_global_batch_tokens(bool fine_tune) { return fine_tune ? 524288.0 : 4.0e6; }
+
+// The share of usable memory the planner keeps free by default: estimates are a few percent off either way, and a
+// run's memory drifts (longer packed sequences, allocator state), so a setup at 100% is not one to rent.
+inline constexpr double default_headroom = 0.10;
+
+// Whether a step of `step_tokens` stays within the global batch (the planner's rule: a layout whose one step
+// already overshoots it is out).
+inline bool within_global_batch(double step_tokens, double global_batch_tokens) {
+  return step_tokens <= global_batch_tokens * 1.0001;
+}
+
+// A full estimate over the device's usable memory with `headroom` kept free: above 1 it does not fit (the
+// planner's verification).
+inline double headroom_ratio(const MemoryEstimate& m, const Device& d, double headroom) {
+  return m.total.in(unit::bytes) / (d.capacity().in(unit::bytes) * (1 - headroom));
+}
+
 struct TrainingPlanRequest {
   TrainingWorkload base;                  // precision, optimizer, seq, attention, profile (layout fields ignored)
   Tokens tokens{0};
-  double global_batch_tokens = 4.0e6;     // tokens per optimizer step (Llama 2: 4M)
-  double headroom = 0.10;                 // keep this share of usable memory free
+  double global_batch_tokens = default_global_batch_tokens(false);  // tokens per optimizer step
+  double headroom = default_headroom;     // keep this share of usable memory free
   Objective objective = Objective::cost;
   int top = 5;
   std::int64_t max_gpus = 4096;
@@ -310,10 +333,10 @@ void for_each_layout(const ModelSpec& s, const TrainingPlanRequest& req, F&& f) 
         // Expert parallelism (MoE only): experts spread over ep of the data-parallel ranks.
         for (std::int64_t ep = 1; ep <= dp; ep *= 2) {
           if (ep > 1 && (s.moe.experts == 0 || s.moe.experts % ep != 0)) break;
-          for (std::int64_t mb : {1, 2, 4, 8, 16}) {
+          for (std::int64_t mb : plan_micro_batches) {
             // Micro-batches per step for the global batch; a layout whose one step already overshoots it is out.
             const double per_step = double(mb) * seq * double(dp);
-            if (per_step > req.global_batch_tokens * 1.0001) continue;
+            if (!within_global_batch(per_step, req.global_batch_tokens)) continue;
             const std::int64_t m = std::max<std::int64_t>(1, std::llround(req.global_batch_tokens / per_step));
             for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
@@ -459,7 +482,7 @@ inline void verify_candidates(const ModelSpec& s, const TrainingPlanRequest& req
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     const TrainingEstimate e = estimate_training_memory(s, layout_workload(req.base, c.layout));
     ++plan.verified;
-    const double ratio = e.memory.total.in(unit::bytes) / (c.device->capacity().in(unit::bytes) * (1 - req.headroom));
+    const double ratio = headroom_ratio(e.memory, *c.device, req.headroom);
     if (ratio > 1) {
       ++plan.rejected;
       if (!plan.closest || ratio < plan.closest_ratio) {
@@ -584,6 +607,51 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   }
   plan.assumptions = detail::training_plan_assumptions(req, plan);
   return plan;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The micro-batch of one layout on one device: the planner's rule, and train's default when --batch is not given
+
+struct MicroBatchChoice {
+  std::int64_t micro_batch = 1;
+  bool fits = false;                // within the headroom (false: none is, and the smallest is kept)
+  std::int64_t larger = 0;          // the next larger micro-batch tried, over the headroom (0: none)
+  Bytes larger_total{0};            // its full estimate
+  bool global_batch_bound = false;  // larger micro-batches were left out because a step would pass the global batch
+  TrainingEstimate estimate;        // the chosen micro-batch's full estimate
+};
+
+// The largest of the planner's micro-batches (plan_micro_batches) whose optimizer step, micro-batch ×
+// `step_tokens_per_sequence` (seq × accumulation × data-parallel ranks), stays within the global batch and whose
+// full estimate fits the device with `headroom` kept free: the planner's two filters (for_each_layout,
+// verify_candidates) on a layout whose parallelism, recomputation and accumulation are fixed. A larger micro-batch
+// amortises each GEMM's and kernel launch's fixed cost, and the optimizer step, over more tokens, so it is the one a
+// user keeps, as HF Trainer's auto_find_batch_size finds it: accelerate's find_executable_batch_size decreases "the
+// batch size in half after each failed run" (accelerate docs/source/usage_guides/memory.md). Memory grows with the
+// micro-batch, so the walk goes down from the largest and stops at the first that fits; micro-batch 1 stands when
+// none does (its estimate says by how much).
+inline MicroBatchChoice choose_micro_batch(const ModelSpec& s, const TrainingWorkload& w, const Device& d,
+                                           double step_tokens_per_sequence, double global_batch_tokens, double headroom) {
+  MicroBatchChoice c;
+  for (auto mb = plan_micro_batches.rbegin(); mb != plan_micro_batches.rend(); ++mb) {
+    if (*mb > 1 && !within_global_batch(double(*mb) * step_tokens_per_sequence, global_batch_tokens)) {
+      c.global_batch_bound = true;
+      continue;
+    }
+    TrainingWorkload v = w;
+    v.batch = *mb;
+    TrainingEstimate e = estimate_training_memory(s, v);
+    const bool fits = headroom_ratio(e.memory, d, headroom) <= 1;
+    if (fits || *mb == 1) {
+      c.micro_batch = *mb;
+      c.fits = fits;
+      c.estimate = std::move(e);
+      break;
+    }
+    c.larger = *mb;
+    c.larger_total = e.memory.total;
+  }
+  return c;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -254,13 +254,16 @@ inline double objective_value(const TrainingCandidate& c, Objective o) {
   return o == Objective::cost ? c.cost.in(unit::usd) : c.time.in(unit::seconds);
 }
 // Ranking: the objective, then the other one (the same cost sooner, the same time cheaper), then fewer instances
-// (the same run on 128 8-GPU nodes rather than 256 4-GPU ones: fewer machines to link and to lose).
+// (the same run on 128 8-GPU nodes rather than 256 4-GPU ones: fewer machines to link and to lose), then the
+// simpler setup — no optimizer offload, less recomputation — where it costs nothing (attention under flash kernels
+// saves no memory recomputed), so that ties do not rank by the order the search met them.
 inline bool ranks_before(const TrainingCandidate& a, const TrainingCandidate& b, Objective o) {
   const double x = objective_value(a, o), y = objective_value(b, o);
   if (x != y) return x < y;
   const Objective other = o == Objective::cost ? Objective::time : Objective::cost;
   if (objective_value(a, other) != objective_value(b, other)) return objective_value(a, other) < objective_value(b, other);
-  return a.rental.instances < b.rental.instances;
+  return std::tuple(a.rental.instances, a.layout.offload, a.layout.recompute) <
+         std::tuple(b.rental.instances, b.layout.offload, b.layout.recompute);
 }
 
 
@@ -471,13 +474,17 @@ inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const T
   return c;
 }
 
+// Candidates kept per (device, GPU count), and full estimates run at most: room for the rows asked for and the
+// screen's optimism (candidates the full estimate drops), 24 per row, at least 64 — verification runs ~top times.
+inline std::size_t kept_candidates(const TrainingPlanRequest& req) { return std::size_t(std::max(64, req.top * 24)); }
+
 // Verification: the full estimator, best first, until `top` setups fit with the headroom; one per (device, GPU
 // count) so the list shows alternatives.
 inline void verify_candidates(const ModelSpec& s, const TrainingPlanRequest& req, std::vector<TrainingCandidate> ranked,
                               TrainingPlan& plan) {
   std::vector<std::pair<const Device*, std::int64_t>> seen;
   for (auto& c : ranked) {
-    if (int(plan.best.size()) >= req.top) break;
+    if (int(plan.best.size()) >= req.top || std::size_t(plan.verified) >= kept_candidates(req)) break;
     const std::pair<const Device*, std::int64_t> key{c.device, c.layout.gpus};
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     const TrainingEstimate e = estimate_training_memory(s, layout_workload(req.base, c.layout));
@@ -544,14 +551,16 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   double memory_ratio = 0;
   detail::StageWorkCache stage_work;
 
-  // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
-  // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
-  // optimism (candidates the full estimate drops): 24 per row, at least 64 — verification then runs ~top times.
-  const std::size_t keep = std::size_t(std::max(64, req.top * 24));
+  // Keep the best candidates by the objective in bounded max-heaps, one per (device, GPU count), the list's rows:
+  // each row needs room for its own candidates the full estimate drops before the first that fits (the screen's
+  // optimism), however the other rows' candidates rank — with one heap for all, a GPU count whose cheaper layouts
+  // all fail lost its row to the many near-ties of the others (LoRA of an 8B model on 1 of up to 8 H100s).
+  const std::size_t keep = detail::kept_candidates(req);
   auto worse = [&](const TrainingCandidate& a, const TrainingCandidate& b) {
     return detail::ranks_before(a, b, req.objective);
   };
-  std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)> heap(worse);
+  using Heap = std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)>;
+  std::map<std::pair<const Device*, std::int64_t>, Heap> heaps;
   detail::for_each_layout(s, req, [&](const TrainingLayout& L, double per_step) {
     const double bytes = screen.lower_bound(L);
     ++plan.layouts;
@@ -578,6 +587,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
         continue;
       }
       ++plan.candidates;
+      Heap& heap = heaps.try_emplace({ch.device, L.gpus}, worse).first->second;
       if (heap.size() < keep) heap.push(std::move(*c));
       else if (worse(*c, heap.top())) {
         heap.pop();
@@ -586,8 +596,9 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     }
   });
   std::vector<TrainingCandidate> ranked;
-  for (; !heap.empty(); heap.pop()) ranked.push_back(heap.top());
-  std::reverse(ranked.begin(), ranked.end());
+  for (auto& [row, heap] : heaps)
+    for (; !heap.empty(); heap.pop()) ranked.push_back(heap.top());
+  std::stable_sort(ranked.begin(), ranked.end(), worse);
   detail::verify_candidates(s, req, std::move(ranked), plan);
   if (plan.best.empty()) {
     if (plan.closest) plan.failed_bound = "headroom";  // the screen passed, the full estimate did not

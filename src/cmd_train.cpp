@@ -209,11 +209,14 @@ MicroBatch micro_batch(const TrainOptions& o, const ModelSpec& spec, const Train
                           "smallest{}", device->id, headroom_pct, because);
     return m;
   }
+  // What stopped the next larger micro-batch: its memory, or the global batch its step would pass.
   std::string bound;
-  if (c.larger > 0) bound = fmt::format(" ({} needs {})", c.larger, gib(c.larger_total.in(unit::bytes)));
-  if (c.global_batch_bound)
-    bound += fmt::format("{} within plan train's global batch for a {} ({} tokens per step)", bound.empty() ? "," : ";",
-                         fine_tune ? "fine-tune" : "pre-training", short_count(global));
+  if (c.larger > 0)
+    bound = fmt::format(" ({} needs {})", c.larger, gib(c.larger_total.in(unit::bytes)));
+  else if (c.global_batch_bound)
+    bound = fmt::format(" and keeps a step within plan train's global batch for a {}, {} tokens ({} would make {})",
+                        fine_tune ? "fine-tune" : "pre-training", short_count(global), 2 * m.batch,
+                        short_count(double(2 * m.batch) * per_sequence));
   m.basis = fmt::format("micro-batch {}: the largest of 1, 2, 4, 8, 16 that fits {} with {}% of its memory free{}{}",
                         m.batch, device->id, headroom_pct, bound, because);
   return m;

@@ -255,15 +255,15 @@ inline double objective_value(const TrainingCandidate& c, Objective o) {
 }
 // Ranking: the objective, then the other one (the same cost sooner, the same time cheaper), then fewer instances
 // (the same run on 128 8-GPU nodes rather than 256 4-GPU ones: fewer machines to link and to lose), then the
-// simpler setup — no optimizer offload, less recomputation — where it costs nothing (attention under flash kernels
-// saves no memory recomputed), so that ties do not rank by the order the search met them.
+// simpler setup — no optimizer offload, less recomputation, a lower ZeRO stage — where it costs nothing (attention
+// under flash kernels saves no memory recomputed), so that ties do not rank by the order the search met them.
 inline bool ranks_before(const TrainingCandidate& a, const TrainingCandidate& b, Objective o) {
   const double x = objective_value(a, o), y = objective_value(b, o);
   if (x != y) return x < y;
   const Objective other = o == Objective::cost ? Objective::time : Objective::cost;
   if (objective_value(a, other) != objective_value(b, other)) return objective_value(a, other) < objective_value(b, other);
-  return std::tuple(a.rental.instances, a.layout.offload, a.layout.recompute) <
-         std::tuple(b.rental.instances, b.layout.offload, b.layout.recompute);
+  return std::tuple(a.rental.instances, a.layout.offload, a.layout.recompute, a.layout.zero) <
+         std::tuple(b.rental.instances, b.layout.offload, b.layout.recompute, b.layout.zero);
 }
 
 

@@ -31,22 +31,23 @@ using Family = std::vector<Change>;
 std::string num(std::int64_t v) { return std::to_string(v); }
 
 // `tokens`: the run's tokens when they are the pre-training default, which a LoRA run would not share (it is priced
-// per 1B tokens): its entries then state them with --tokens, so that every entry prices the same run.
-std::vector<Family> families(const TrainOptions& o, std::optional<std::int64_t> tokens) {
+// per 1B tokens): its entries then state them with --tokens, so that every entry prices the same run. `batch`: the
+// micro-batch the setup ran at (--batch, or the one train chose without it).
+std::vector<Family> families(const TrainOptions& o, std::optional<std::int64_t> tokens, std::int64_t batch) {
   const TrainingWorkload& w = o.workload;
   const bool lora = w.lora.rank > 0;
   std::vector<Family> out;
   if (!o.grad_checkpointing && o.recompute != "full")
     out.push_back({{"recompute every layer (activation checkpointing): the same training, ~1/3 more compute", 1,
                     {"--recompute", "full"}, [](TrainOptions& t) { t.recompute = "full"; }}});
-  if (w.batch > 1) {
+  if (batch > 1) {
     Family f;
-    for (std::int64_t b = w.batch / 2; b >= 1; b /= 2) {
-      if (w.batch % b) continue;
-      const std::int64_t ga = w.grad_accum * (w.batch / b);
+    for (std::int64_t b = batch / 2; b >= 1; b /= 2) {
+      if (batch % b) continue;
+      const std::int64_t ga = w.grad_accum * (batch / b);
       f.push_back({fmt::format("micro-batch {} × {} accumulation steps: the same tokens per step", b, ga), 1,
                    {"--batch", num(b), "--grad-accum", num(ga)}, [b, ga](TrainOptions& t) {
-                     t.workload.batch = b;
+                     t.batch = b;
                      t.workload.grad_accum = ga;
                    }});
     }
@@ -137,6 +138,9 @@ struct Outcome {
   std::vector<const Change*> changes;
   nlohmann::json report;
   bool fits = false;
+  // The micro-batch train chose for the changed setup when no --batch set it (plan.h choose_micro_batch: it moves
+  // with what the change frees or takes): the entry states it with --batch, so that its flags name the run.
+  std::optional<std::int64_t> chosen_batch;
 };
 
 std::optional<Outcome> evaluate(const TrainOptions& base, const Catalog& cat, std::vector<const Change*> changes) {
@@ -144,8 +148,9 @@ std::optional<Outcome> evaluate(const TrainOptions& base, const Catalog& cat, st
   t.advise = false;
   for (const Change* c : changes) c->apply(t);
   try {
-    Outcome r{std::move(changes), train_report_with(t, &cat), false};
+    Outcome r{std::move(changes), train_report_with(t, &cat), false, std::nullopt};
     r.fits = r.report["fit"]["fits"].get<bool>();
+    if (!t.batch) r.chosen_batch = r.report["workload"]["batch"].get<std::int64_t>();
     return r;
   } catch (const InputError&) {
     return std::nullopt;  // e.g. a combination the estimator refuses
@@ -175,12 +180,17 @@ double per_token(const nlohmann::json& r, const char* what) {
   return r["time"]["seconds"].get<double>() / tokens;
 }
 
-nlohmann::json entry(const Outcome& o) {
+// `batch`: the micro-batch of the setup advised on.
+nlohmann::json entry(const Outcome& o, std::int64_t batch) {
   std::string text;
   std::vector<std::string> flags;
   for (const Change* c : o.changes) {
     text += (text.empty() ? "" : "; ") + c->text;
     flags.insert(flags.end(), c->flags.begin(), c->flags.end());
+  }
+  if (o.chosen_batch) {
+    if (*o.chosen_batch != batch) text += fmt::format("; micro-batch {}, the largest that then fits", *o.chosen_batch);
+    flags.insert(flags.end(), {"--batch", num(*o.chosen_batch)});
   }
   const nlohmann::json& r = o.report;
   const nlohmann::json none = {{"gpu_hours", nullptr}, {"days", nullptr}, {"step_seconds", nullptr}};
@@ -206,7 +216,8 @@ nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report)
   std::optional<std::int64_t> default_tokens;
   if (o.run.tokens.empty() && o.run.epochs <= 0 && !o.run.fine_tune && o.workload.lora.rank == 0)
     default_tokens = report["compute"]["tokens"].get<std::int64_t>();
-  const std::vector<Family> fams = families(o, default_tokens);
+  const std::int64_t batch = report["workload"]["batch"].get<std::int64_t>();
+  const std::vector<Family> fams = families(o, default_tokens, batch);
   const Catalog cat = load_catalog(o.fit.catalogs);
   std::vector<Outcome> fitting;
   std::vector<std::size_t> alone;  // families none of whose changes fits alone
@@ -247,7 +258,7 @@ nlohmann::json train_advice(const TrainOptions& o, const nlohmann::json& report)
   };
   std::stable_sort(fitting.begin(), fitting.end(), [&](const Outcome& a, const Outcome& b) { return key(a) < key(b); });
   nlohmann::json out = nlohmann::json::array();
-  for (std::size_t i = 0; i < fitting.size() && i < max_entries; ++i) out.push_back(entry(fitting[i]));
+  for (std::size_t i = 0; i < fitting.size() && i < max_entries; ++i) out.push_back(entry(fitting[i], batch));
   return out;
 }
 

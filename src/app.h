@@ -1,6 +1,8 @@
 // The command line: option structs per subcommand, the CLI11 app built from them, and run().
 #pragma once
+#include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,7 +82,10 @@ struct TrainOptions {
   std::string overlap_comm;  // DeepSpeed overlap_comm: true | false (default: DeepSpeed's by stage)
   bool tp_comm_overlap = false;
   bool ep_overlap = false;
-  TrainingWorkload workload;
+  TrainingWorkload workload;             // its batch is not read: `batch` says it
+  // --batch; without it, train takes the micro-batch plan train would choose on --gpu (plan.h choose_micro_batch),
+  // or defaults::batch with no device to fill.
+  std::optional<std::int64_t> batch;
   std::string precision = "bf16";
   std::string optimizer = "adamw";
   std::string recompute;

@@ -178,7 +178,7 @@ ExitCode run_plan_train(const PlanOptions& o, std::ostream& out, std::ostream& e
     tokens_basis = "default: 20 tokens per active parameter, compute-optimal for pre-training (Hoffmann et al. 2022)";
   }
   req.global_batch_tokens =
-      !tr.global_batch.empty() ? double(parse_tokens(tr.global_batch).in(unit::tokens)) : fine_tune ? 524288.0 : 4.0e6;
+      !tr.global_batch.empty() ? double(parse_tokens(tr.global_batch).in(unit::tokens)) : default_global_batch_tokens(fine_tune);
   req.headroom = parse_fraction(tr.headroom);
   req.objective = parse_enum<Objective>(objective_names, c.objective, "objective");
   req.top = c.top;

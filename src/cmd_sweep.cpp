@@ -27,7 +27,7 @@ struct Axis {
 
 const std::vector<Axis<TrainOptions>>& train_axes() {
   static const std::vector<Axis<TrainOptions>> axes = {
-      {"--batch", "micro-batch per GPU", [](TrainOptions& o, std::int64_t v) { o.workload.batch = v; }},
+      {"--batch", "micro-batch per GPU", [](TrainOptions& o, std::int64_t v) { o.batch = v; }},
       {"--seq", "sequence length (tokens)", [](TrainOptions& o, std::int64_t v) { o.workload.seq = v; }},
       {"--grad-accum", "gradient-accumulation steps", [](TrainOptions& o, std::int64_t v) { o.workload.grad_accum = v; }},
       {"--lora-rank", "LoRA rank", [](TrainOptions& o, std::int64_t v) { o.workload.lora.rank = v; }},
@@ -492,6 +492,9 @@ void setup_sweep(CLI::App& app, SweepOptions& o, bool with_options) {
 ExitCode run_sweep(SweepOptions& o, std::ostream& out, std::ostream& err) {
   if (o.train_cmd->parsed()) {
     o.train_side.parse_order = o.train_cmd->parse_order();
+    // A sweep moves the flags it sweeps and holds the rest: the micro-batch too (train would choose one per --gpu,
+    // plan.h choose_micro_batch, and the points' memory would then move with it); --batch, swept or not, sets it.
+    if (!o.train.batch) o.train.batch = defaults::batch;
     return run_side(o.train, o.train_side, train_axes(), "train", &train_report, out, err);
   }
   o.infer_side.parse_order = o.infer_cmd->parse_order();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app.h"
+#include "format_units.h"
 #include "model_source.h"
 #include "render.h"
 
@@ -32,7 +33,10 @@ void setup_train(CLI::App& app, TrainOptions& o, bool with_options) {
 void add_train_options(CLI::App& cmd, TrainOptions& o) {
   add_model_options(cmd, o.model);
   auto& w = o.workload;
-  cmd.add_option("--batch", w.batch, "Micro-batch per GPU (default " + std::to_string(defaults::batch) + ")");
+  cmd.add_option_function<std::int64_t>(
+      "--batch", [&o](const std::int64_t& v) { o.batch = v; },
+      "Micro-batch per GPU (default: the largest of 1, 2, 4, 8, 16 that fits --gpu with 10% free, as plan train "
+      "chooses it; " + std::to_string(defaults::batch) + " without --gpu)");
   add_length_option(cmd, "--seq", w.seq, "Sequence length in tokens (4096, 4k)", defaults::seq);
   cmd.add_option("--grad-accum", w.grad_accum, "Gradient-accumulation steps (default 1)");
   cmd.add_option("--precision", o.precision,
@@ -167,6 +171,55 @@ std::vector<Communication> training_comms(const ModelSpec& spec, const TrainingW
     for (auto& c : comms)
       if (c.bytes_per_gpu.in(unit::bytes) > 0) time_communication(c, *device, group_spans_nodes(c, w, per_node), network);
   return comms;
+}
+
+// The micro-batch, its full estimate and why it is that one.
+struct MicroBatch {
+  std::int64_t batch = defaults::batch;
+  TrainingEstimate estimate;
+  std::string basis;
+};
+
+// --batch as given. Without it, the micro-batch plan train would choose for this layout on --gpu (plan.h
+// choose_micro_batch: the largest that fits with the planner's headroom, within its global batch), so that a run's
+// time is what a user who fills the GPU gets rather than micro-batch 1's; with no device to fill, defaults::batch.
+// `memory_w` is the workload the memory is estimated for (hybrid sharding: one node's shard group).
+MicroBatch micro_batch(const TrainOptions& o, const ModelSpec& spec, const TrainingWorkload& w,
+                       const TrainingWorkload& memory_w, const Device* device) {
+  MicroBatch m;
+  TrainingWorkload v = memory_w;
+  if (o.batch || !device) {
+    m.batch = v.batch = o.batch.value_or(defaults::batch);
+    m.estimate = estimate_training_memory(spec, v);
+    m.basis = o.batch ? "--batch"
+                      : fmt::format("micro-batch {}: the default without --gpu (with --gpu, the largest that fits it)",
+                                    m.batch);
+    return m;
+  }
+  const bool fine_tune = o.run.fine_tune || w.lora.rank > 0;  // plan train's rule for its global batch
+  const double global = default_global_batch_tokens(fine_tune);
+  const double per_sequence = double(w.seq * w.grad_accum * w.dp());
+  const std::int64_t headroom_pct = std::llround(100 * default_headroom);
+  MicroBatchChoice c = choose_micro_batch(spec, v, *device, per_sequence, global, default_headroom);
+  m.batch = c.micro_batch;
+  m.estimate = std::move(c.estimate);
+  const std::string because = ", chosen because --batch was not given (plan train's rule)";
+  if (!c.fits) {
+    m.basis = fmt::format("micro-batch 1: none of 1, 2, 4, 8, 16 fits {} with {}% of its memory free, so the "
+                          "smallest{}", device->id, headroom_pct, because);
+    return m;
+  }
+  // What stopped the next larger micro-batch: its memory, or the global batch its step would pass.
+  std::string bound;
+  if (c.larger > 0)
+    bound = fmt::format(" ({} needs {})", c.larger, gib(c.larger_total.in(unit::bytes)));
+  else if (c.global_batch_bound)
+    bound = fmt::format(" and keeps a step within plan train's global batch for a {}, {} tokens ({} would make {})",
+                        fine_tune ? "fine-tune" : "pre-training", short_count(global), 2 * m.batch,
+                        short_count(double(2 * m.batch) * per_sequence));
+  m.basis = fmt::format("micro-batch {}: the largest of 1, 2, 4, 8, 16 that fits {} with {}% of its memory free{}{}",
+                        m.batch, device->id, headroom_pct, bound, because);
+  return m;
 }
 
 // A run of `tokens` on a device: the step-time model, or the model FLOPs at a stated MFU.
@@ -408,11 +461,19 @@ nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog) 
   time.ep_overlap = o.ep_overlap;
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
+  std::optional<Catalog> own;  // once per command (the advice hands its estimates the one it loaded)
+  const Catalog& cat = catalog ? *catalog : own.emplace(load_catalog(o.fit.catalogs));
+  std::optional<Device> unlisted;
+  const Device* device = fit_device(o.fit, cat, unlisted);
   // Hybrid sharding shards within a node: memory as ZeRO-3 over the node's GPUs.
   TrainingWorkload memory_w = w;
   if (shard_group > 0) memory_w.gpus = shard_group;
-  const TrainingEstimate est = estimate_training_memory(spec, memory_w);
+  const MicroBatch mb = micro_batch(o, spec, w, memory_w, device);
+  w.batch = memory_w.batch = mb.batch;
+  const TrainingEstimate& est = mb.estimate;
   nlohmann::json report = training_json(spec, w, est);
+  report["workload"]["batch_defaulted"] = !o.batch.has_value();
+  report["workload"]["batch_basis"] = mb.basis;
   report["model"]["source"] = source.json();
   report["deepspeed_estimator"] = nullptr;
   if (w.profile == Profile::deepspeed && w.zero >= 2) {
@@ -436,10 +497,6 @@ nlohmann::json train_report_with(const TrainOptions& o, const Catalog* catalog) 
   if (source.checkpoint && !source.checkpoint->quantization.empty())
     report["assumptions"].push_back("the checkpoint is stored " + source.checkpoint->quantization +
                                     "; training memory is for weights in --precision (or NF4 with --qlora)");
-  std::optional<Catalog> own;  // once per command (the advice hands its estimates the one it loaded)
-  const Catalog& cat = catalog ? *catalog : own.emplace(load_catalog(o.fit.catalogs));
-  std::optional<Device> unlisted;
-  const Device* device = fit_device(o.fit, cat, unlisted);
   report["offload"] = {{"optimizer", spell<Offload>(offload_names, w.offload_optimizer)},
                        {"params", spell<Offload>(offload_names, w.offload_params)},
                        {"host_memory_bytes", est.host_memory.in(unit::bytes)},

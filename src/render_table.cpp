@@ -270,6 +270,7 @@ void render_train_table(const json& r, std::ostream& out) {
              w["batch"].get<std::int64_t>(), w["seq"].get<std::int64_t>(), w["grad_accum"].get<std::int64_t>(),
              w["precision"].get<std::string>(), w["optimizer"].get<std::string>(), w["recompute"].get<std::string>(),
              w["attention"].get<std::string>(), w["gpus"].get<std::int64_t>(), w["zero"].get<int>());
+  if (w["batch_defaulted"].get<bool>()) fmt::print(out, "           {}\n", w["batch_basis"].get<std::string>());
   if (!w["lora"].is_null())
     fmt::print(out, "           LoRA rank {}{}: {} trainable parameters\n", w["lora"]["rank"].get<std::int64_t>(),
                w["lora"]["qlora"].get<bool>() ? " (QLoRA, NF4 base)" : "", grouped(r["trainable_params"].get<std::int64_t>()));

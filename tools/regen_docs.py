@@ -11,7 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SECTIONS = [
     ("train", "Per-GPU memory of a training step, the peak moment, fit verdicts, and the run's compute, time, cost "
-              "and energy.",
+              "and energy. Without `--batch`, with `--gpu`, the micro-batch is the one `plan train` would choose: the "
+              "largest of 1, 2, 4, 8, 16 that fits with 10 % of the memory free (1 without `--gpu`); the Workload "
+              "lines say which and why.",
      [["train", "--params", "7B", "--precision", "bf16"],
       ["train", "--model", "llama-3.1-8b", "--precision", "pure-bf16", "--optimizer", "adamw-fused",
        "--grad-checkpointing", "--tokens", "100B", "--gpu", "h100", "--gpus", "8"],

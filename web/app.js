@@ -70,7 +70,7 @@ function fieldArgs(m) {
     if (v !== "" && v !== dflt) a.push(flag, v);
   };
   if (m === "train") {
-    num("--batch", "train-batch", DEFAULTS.batch);
+    text("--batch", "train-batch");  // empty: train chooses the micro-batch (the largest that fits the GPU)
     num("--seq", "train-seq", DEFAULTS.seq);
     pick("--precision", "train-precision", "bf16");
     pick("--optimizer", "train-optimizer", "adamw");
@@ -225,6 +225,7 @@ function renderRun(report) {
   kv("run", [
     ["time", duration(t.seconds)],
     ["GPU-hours", fixed(t.gpu_hours, 0)],
+    ["micro-batch", report.workload.batch_defaulted ? report.workload.batch_basis : String(report.workload.batch)],
     ["one step", duration(t.step_seconds)],
     ["tokens/s per GPU", fixed(t.tokens_per_second_per_gpu, 0)],
     ["MFU", fixed(100 * t.mfu, 1) + " % (" + t.mfu_basis + ")"],

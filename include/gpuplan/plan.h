@@ -178,11 +178,34 @@ class TrainingMemoryScreen {
 // ---------------------------------------------------------------------------------------------------------------
 // Training plan
 
+// The micro-batches the planner tries (sequences per GPU in one forward and backward): powers of two to 16.
+inline constexpr std::array<std::int64_t, 5> plan_micro_batches{1, 2, 4, 8, 16};
+
+// The planner's default tokens per optimizer step: 4M to pre-train (Llama 2, Touvron et al. 2023, §2.2), 512K to
+// fine-tune (Tulu 3's SFT, Lambert et al. 2024: 128 sequences × 4096 tokens).
+inline double default_global_batch_tokens(bool fine_tune) { return fine_tune ? 524288.0 : 4.0e6; }
+
+// The share of usable memory the planner keeps free by default: estimates are a few percent off either way, and a
+// run's memory drifts (longer packed sequences, allocator state), so a setup at 100% is not one to rent.
+inline constexpr double default_headroom = 0.10;
+
+// Whether a step of `step_tokens` stays within the global batch (the planner's rule: a layout whose one step
+// already overshoots it is out).
+inline bool within_global_batch(double step_tokens, double global_batch_tokens) {
+  return step_tokens <= global_batch_tokens * 1.0001;
+}
+
+// A full estimate over the device's usable memory with `headroom` kept free: above 1 it does not fit (the
+// planner's verification).
+inline double headroom_ratio(const MemoryEstimate& m, const Device& d, double headroom) {
+  return m.total.in(unit::bytes) / (d.capacity().in(unit::bytes) * (1 - headroom));
+}
+
 struct TrainingPlanRequest {
   TrainingWorkload base;                  // precision, optimizer, seq, attention, profile (layout fields ignored)
   Tokens tokens{0};
-  double global_batch_tokens = 4.0e6;     // tokens per optimizer step (Llama 2: 4M)
-  double headroom = 0.10;                 // keep this share of usable memory free
+  double global_batch_tokens = default_global_batch_tokens(false);  // tokens per optimizer step
+  double headroom = default_headroom;     // keep this share of usable memory free
   Objective objective = Objective::cost;
   int top = 5;
   std::int64_t max_gpus = 4096;
@@ -231,13 +254,16 @@ inline double objective_value(const TrainingCandidate& c, Objective o) {
   return o == Objective::cost ? c.cost.in(unit::usd) : c.time.in(unit::seconds);
 }
 // Ranking: the objective, then the other one (the same cost sooner, the same time cheaper), then fewer instances
-// (the same run on 128 8-GPU nodes rather than 256 4-GPU ones: fewer machines to link and to lose).
+// (the same run on 128 8-GPU nodes rather than 256 4-GPU ones: fewer machines to link and to lose), then the
+// simpler setup — no optimizer offload, less recomputation, a lower ZeRO stage — where it costs nothing (attention
+// under flash kernels saves no memory recomputed), so that ties do not rank by the order the search met them.
 inline bool ranks_before(const TrainingCandidate& a, const TrainingCandidate& b, Objective o) {
   const double x = objective_value(a, o), y = objective_value(b, o);
   if (x != y) return x < y;
   const Objective other = o == Objective::cost ? Objective::time : Objective::cost;
   if (objective_value(a, other) != objective_value(b, other)) return objective_value(a, other) < objective_value(b, other);
-  return a.rental.instances < b.rental.instances;
+  return std::tuple(a.rental.instances, a.layout.offload, a.layout.recompute, a.layout.zero) <
+         std::tuple(b.rental.instances, b.layout.offload, b.layout.recompute, b.layout.zero);
 }
 
 
@@ -310,10 +336,10 @@ void for_each_layout(const ModelSpec& s, const TrainingPlanRequest& req, F&& f) 
         // Expert parallelism (MoE only): experts spread over ep of the data-parallel ranks.
         for (std::int64_t ep = 1; ep <= dp; ep *= 2) {
           if (ep > 1 && (s.moe.experts == 0 || s.moe.experts % ep != 0)) break;
-          for (std::int64_t mb : {1, 2, 4, 8, 16}) {
+          for (std::int64_t mb : plan_micro_batches) {
             // Micro-batches per step for the global batch; a layout whose one step already overshoots it is out.
             const double per_step = double(mb) * seq * double(dp);
-            if (per_step > req.global_batch_tokens * 1.0001) continue;
+            if (!within_global_batch(per_step, req.global_batch_tokens)) continue;
             const std::int64_t m = std::max<std::int64_t>(1, std::llround(req.global_batch_tokens / per_step));
             for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
               for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
@@ -448,18 +474,22 @@ inline std::optional<TrainingCandidate> price_layout(const ModelSpec& s, const T
   return c;
 }
 
+// Candidates kept per (device, GPU count), and full estimates run at most: room for the rows asked for and the
+// screen's optimism (candidates the full estimate drops), 24 per row, at least 64 — verification runs ~top times.
+inline std::size_t kept_candidates(const TrainingPlanRequest& req) { return std::size_t(std::max(64, req.top * 24)); }
+
 // Verification: the full estimator, best first, until `top` setups fit with the headroom; one per (device, GPU
 // count) so the list shows alternatives.
 inline void verify_candidates(const ModelSpec& s, const TrainingPlanRequest& req, std::vector<TrainingCandidate> ranked,
                               TrainingPlan& plan) {
   std::vector<std::pair<const Device*, std::int64_t>> seen;
   for (auto& c : ranked) {
-    if (int(plan.best.size()) >= req.top) break;
+    if (int(plan.best.size()) >= req.top || std::size_t(plan.verified) >= kept_candidates(req)) break;
     const std::pair<const Device*, std::int64_t> key{c.device, c.layout.gpus};
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     const TrainingEstimate e = estimate_training_memory(s, layout_workload(req.base, c.layout));
     ++plan.verified;
-    const double ratio = e.memory.total.in(unit::bytes) / (c.device->capacity().in(unit::bytes) * (1 - req.headroom));
+    const double ratio = headroom_ratio(e.memory, *c.device, req.headroom);
     if (ratio > 1) {
       ++plan.rejected;
       if (!plan.closest || ratio < plan.closest_ratio) {
@@ -521,14 +551,16 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   double memory_ratio = 0;
   detail::StageWorkCache stage_work;
 
-  // Keep the best candidates by the objective in a bounded max-heap; the full estimator verifies them in order.
-  // Room for the rows asked for, the duplicates of one (device, GPU count) the list skips, and the screen's
-  // optimism (candidates the full estimate drops): 24 per row, at least 64 — verification then runs ~top times.
-  const std::size_t keep = std::size_t(std::max(64, req.top * 24));
+  // Keep the best candidates by the objective in bounded max-heaps, one per (device, GPU count), the list's rows:
+  // each row needs room for its own candidates the full estimate drops before the first that fits (the screen's
+  // optimism), however the other rows' candidates rank — with one heap for all, a GPU count whose cheaper layouts
+  // all fail lost its row to the many near-ties of the others (LoRA of an 8B model on 1 of up to 8 H100s).
+  const std::size_t keep = detail::kept_candidates(req);
   auto worse = [&](const TrainingCandidate& a, const TrainingCandidate& b) {
     return detail::ranks_before(a, b, req.objective);
   };
-  std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)> heap(worse);
+  using Heap = std::priority_queue<TrainingCandidate, std::vector<TrainingCandidate>, decltype(worse)>;
+  std::map<std::pair<const Device*, std::int64_t>, Heap> heaps;
   detail::for_each_layout(s, req, [&](const TrainingLayout& L, double per_step) {
     const double bytes = screen.lower_bound(L);
     ++plan.layouts;
@@ -555,6 +587,7 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
         continue;
       }
       ++plan.candidates;
+      Heap& heap = heaps.try_emplace({ch.device, L.gpus}, worse).first->second;
       if (heap.size() < keep) heap.push(std::move(*c));
       else if (worse(*c, heap.top())) {
         heap.pop();
@@ -563,8 +596,9 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
     }
   });
   std::vector<TrainingCandidate> ranked;
-  for (; !heap.empty(); heap.pop()) ranked.push_back(heap.top());
-  std::reverse(ranked.begin(), ranked.end());
+  for (auto& [row, heap] : heaps)
+    for (; !heap.empty(); heap.pop()) ranked.push_back(heap.top());
+  std::stable_sort(ranked.begin(), ranked.end(), worse);
   detail::verify_candidates(s, req, std::move(ranked), plan);
   if (plan.best.empty()) {
     if (plan.closest) plan.failed_bound = "headroom";  // the screen passed, the full estimate did not
@@ -584,6 +618,51 @@ inline TrainingPlan plan_training(const ModelSpec& s, const TrainingPlanRequest&
   }
   plan.assumptions = detail::training_plan_assumptions(req, plan);
   return plan;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The micro-batch of one layout on one device: the planner's rule, and train's default when --batch is not given
+
+struct MicroBatchChoice {
+  std::int64_t micro_batch = 1;
+  bool fits = false;                // within the headroom (false: none is, and the smallest is kept)
+  std::int64_t larger = 0;          // the next larger micro-batch tried, over the headroom (0: none)
+  Bytes larger_total{0};            // its full estimate
+  bool global_batch_bound = false;  // larger micro-batches were left out because a step would pass the global batch
+  TrainingEstimate estimate;        // the chosen micro-batch's full estimate
+};
+
+// The largest of the planner's micro-batches (plan_micro_batches) whose optimizer step, micro-batch ×
+// `step_tokens_per_sequence` (seq × accumulation × data-parallel ranks), stays within the global batch and whose
+// full estimate fits the device with `headroom` kept free: the planner's two filters (for_each_layout,
+// verify_candidates) on a layout whose parallelism, recomputation and accumulation are fixed. A larger micro-batch
+// amortises each GEMM's and kernel launch's fixed cost, and the optimizer step, over more tokens, so it is the one a
+// user keeps, as HF Trainer's auto_find_batch_size finds it: accelerate's find_executable_batch_size decreases "the
+// batch size in half after each failed run" (accelerate docs/source/usage_guides/memory.md). Memory grows with the
+// micro-batch, so the walk goes down from the largest and stops at the first that fits; micro-batch 1 stands when
+// none does (its estimate says by how much).
+inline MicroBatchChoice choose_micro_batch(const ModelSpec& s, const TrainingWorkload& w, const Device& d,
+                                           double step_tokens_per_sequence, double global_batch_tokens, double headroom) {
+  MicroBatchChoice c;
+  for (auto mb = plan_micro_batches.rbegin(); mb != plan_micro_batches.rend(); ++mb) {
+    if (*mb > 1 && !within_global_batch(double(*mb) * step_tokens_per_sequence, global_batch_tokens)) {
+      c.global_batch_bound = true;
+      continue;
+    }
+    TrainingWorkload v = w;
+    v.batch = *mb;
+    TrainingEstimate e = estimate_training_memory(s, v);
+    const bool fits = headroom_ratio(e.memory, d, headroom) <= 1;
+    if (fits || *mb == 1) {
+      c.micro_batch = *mb;
+      c.fits = fits;
+      c.estimate = std::move(e);
+      break;
+    }
+    c.larger = *mb;
+    c.larger_total = e.memory.total;
+  }
+  return c;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

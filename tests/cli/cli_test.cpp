@@ -940,6 +940,110 @@ TEST_CASE("cli: fit advice: each entry fits, and gpuplan with its flags reproduc
   CHECK_THAT(r.out, Catch::Contains("best first by fastest"));
 }
 
+TEST_CASE("cli: fit advice without --batch: each entry names its micro-batch, and its flags reproduce it", "[cli][advice]") {
+  // The setup advised on runs at the micro-batch train chose (1: none fits); each change's rerun chooses its own,
+  // which the entry states with --batch.
+  const std::vector<std::string> base{"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--fine-tune", "--format", "json"};
+  const auto j = nlohmann::json::parse(run_cli(base).out);
+  CHECK(j["workload"]["batch"] == 1);
+  CHECK(j["workload"]["batch_defaulted"] == true);
+  REQUIRE(j["advice"].size() >= 3);
+  bool moved = false;  // some change frees memory a larger micro-batch then uses
+  for (const auto& a : j["advice"]) {
+    INFO(a["change"].get<std::string>());
+    const auto flags = a["flags"].get<std::vector<std::string>>();
+    const auto at = std::find(flags.begin(), flags.end(), "--batch");
+    REQUIRE(at != flags.end());
+    REQUIRE(at + 1 != flags.end());
+    moved |= *(at + 1) != "1";
+    if (*(at + 1) != "1") CHECK_THAT(a["change"].get<std::string>(), Catch::Contains("micro-batch " + *(at + 1)));
+    const auto k = nlohmann::json::parse(run_cli(with_flags(base, a["flags"])).out);
+    CHECK(k["fit"]["fits"] == true);
+    CHECK(k["workload"]["batch_defaulted"] == false);
+    CHECK(k["memory"]["total_bytes"] == a["total_bytes"]);
+    CHECK(k["time"]["step_seconds"] == a["step_seconds"]);
+    CHECK(k["cost"]["usd"] == a["cost"]["usd"]);
+    // The same entry without its --batch: train's own choice is the entry's micro-batch.
+    std::vector<std::string> unpinned(flags.begin(), at);
+    unpinned.insert(unpinned.end(), at + 2, flags.end());
+    const auto u = nlohmann::json::parse(run_cli(with_flags(base, nlohmann::json(unpinned))).out);
+    CHECK(u["workload"]["batch"].get<std::int64_t>() == std::stoll(*(at + 1)));
+    CHECK(u["memory"]["total_bytes"] == a["total_bytes"]);
+  }
+  CHECK(moved);
+}
+
+TEST_CASE("cli: without --batch, train takes the micro-batch plan train would choose, and says so", "[cli][batch]") {
+  // A 1B model on one H100: micro-batch 8 (46.7 GiB; 16 needs 80.2 GiB, over 90 % of the 79.65 GiB usable).
+  auto j = nlohmann::json::parse(run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--format", "json"}).out);
+  const auto& w = j["workload"];
+  CHECK(w["batch"] == 8);
+  CHECK(w["batch_defaulted"] == true);
+  const std::string basis = w["batch_basis"].get<std::string>();
+  CHECK_THAT(basis, Catch::StartsWith("micro-batch 8: the largest of 1, 2, 4, 8, 16 that fits h100-sxm with 10% of its "
+                                      "memory free (16 needs "));
+  CHECK_THAT(basis, Catch::EndsWith("chosen because --batch was not given (plan train's rule)"));
+  CHECK(w["tokens_per_step"] == 8 * 2048);
+  const double usable = j["fit"]["capacity_bytes"].get<double>();
+  CHECK(j["memory"]["total_bytes"].get<double>() <= 0.9 * usable);
+  // Given explicitly, the same micro-batch is the same estimate; the next one up is over the headroom.
+  auto given = nlohmann::json::parse(
+      run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--batch", "8", "--format", "json"}).out);
+  CHECK(given["workload"]["batch_defaulted"] == false);
+  CHECK(given["workload"]["batch_basis"] == "--batch");
+  CHECK(given["memory"]["total_bytes"] == j["memory"]["total_bytes"]);
+  CHECK(given["time"]["step_seconds"] == j["time"]["step_seconds"]);
+  auto next = nlohmann::json::parse(
+      run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--batch", "16", "--format", "json"}).out);
+  CHECK(next["memory"]["total_bytes"].get<double>() > 0.9 * usable);
+  // MFU and HFU are the chosen step's: the model FLOPs of its 16,384 tokens over its step time on the dense peak
+  // (no recomputation: HFU = MFU), and more than micro-batch 1's.
+  const auto& t = j["time"];
+  CHECK(t["mfu"].get<double>() == Approx(t["tokens_per_step"].get<double>() * j["compute"]["flops_per_token"].get<double>() /
+                                         (t["step_seconds"].get<double>() * t["peak_flops_per_gpu"].get<double>())));
+  CHECK(t["hfu"].get<double>() == Approx(t["mfu"].get<double>()));
+  auto one = nlohmann::json::parse(
+      run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--batch", "1", "--format", "json"}).out);
+  CHECK(t["mfu"].get<double>() > 1.5 * one["time"]["mfu"].get<double>());
+  // plan train gives this layout (one H100, no recomputation or offload) the same micro-batch.
+  auto plan = nlohmann::json::parse(run_cli({"plan", "train", "--params", "1B", "--gpu", "h100-sxm", "--max-gpus", "1",
+                                             "--format", "json"}).out);
+  REQUIRE(!plan["best"].empty());
+  CHECK(plan["best"][0]["layout"]["micro_batch"] == 8);
+  CHECK(plan["best"][0]["layout"]["recompute"] == "none");
+  // The table says it under the workload line.
+  CHECK_THAT(run_cli({"train", "--params", "1B", "--gpu", "h100-sxm"}).out,
+             Catch::Contains("           micro-batch 8: the largest of 1, 2, 4, 8, 16 that fits h100-sxm"));
+}
+
+TEST_CASE("cli: the default micro-batch keeps plan train's global batch, and is 1 with no room or no device", "[cli][batch]") {
+  // 64 data-parallel ranks × 2048 tokens: micro-batch 4 makes 524,288 tokens a step, a fine-tune's global batch.
+  auto j = nlohmann::json::parse(run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--gpus", "8", "--nodes", "8",
+                                          "--fine-tune", "--format", "json"}).out);
+  CHECK(j["workload"]["batch"] == 4);
+  CHECK(j["workload"]["tokens_per_step"] == 524288);
+  CHECK_THAT(j["workload"]["batch_basis"].get<std::string>(),
+             Catch::Contains("keeps a step within plan train's global batch for a fine-tune, 524.3K tokens (8 would make 1.0M)"));
+  // Pre-training's is 4M tokens: micro-batch 8 (1M tokens) stays within it and is memory's limit.
+  j = nlohmann::json::parse(run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--gpus", "8", "--nodes", "8",
+                                     "--format", "json"}).out);
+  CHECK(j["workload"]["batch"] == 8);
+  // An 8B full fine-tune does not fit one H100 at any micro-batch: 1, and the verdict says by how much.
+  j = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--fine-tune",
+                                     "--format", "json"}).out);
+  CHECK(j["workload"]["batch"] == 1);
+  CHECK_THAT(j["workload"]["batch_basis"].get<std::string>(),
+             Catch::StartsWith("micro-batch 1: none of 1, 2, 4, 8, 16 fits h100-sxm with 10% of its memory free"));
+  CHECK(j["fit"]["fits"] == false);
+  // No device: no memory to fill, defaults::batch.
+  j = nlohmann::json::parse(run_cli({"train", "--params", "1B", "--format", "json"}).out);
+  CHECK(j["workload"]["batch"] == 1);
+  CHECK(j["workload"]["batch_defaulted"] == true);
+  CHECK_THAT(j["workload"]["batch_basis"].get<std::string>(), Catch::Contains("the default without --gpu"));
+  // A bad --batch is still a usage error, not a default.
+  CHECK(run_cli({"train", "--params", "1B", "--gpu", "h100-sxm", "--batch", "0"}).code == ExitCode::usage);
+}
+
 TEST_CASE("cli: a fine-tune's tokens are its dataset's, else results per 1B tokens", "[cli][compute]") {
   auto j = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--gpu", "h100-sxm",
                                           "--format", "json"}).out);
@@ -952,6 +1056,27 @@ TEST_CASE("cli: a fine-tune's tokens are its dataset's, else results per 1B toke
   CHECK(j["compute"]["tokens"] == 900'000'000);
   j = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--fine-tune", "--format", "json"}).out);
   CHECK(j["compute"]["tokens"] == 1'000'000'000);
+}
+
+TEST_CASE("cli: plan train lists each GPU count that fits, whatever the others' near-ties", "[cli][plan]") {
+  // "LoRA an 8B model on 300M tokens for 3 epochs: how long and what cost on 1, 2 or 8 GPUs": one H100 fits at
+  // micro-batch 2 (its cheaper micro-batches 4-16 fail the full estimate), and keeps its row beside 2, 4 and 8.
+  auto r = run_cli({"plan", "train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--dataset-tokens", "300M",
+                    "--epochs", "3", "--gpu", "h100-sxm", "--max-gpus", "8", "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  auto j = nlohmann::json::parse(r.out);
+  std::vector<std::int64_t> counts;
+  for (const auto& b : j["best"]) counts.push_back(b["gpus"].get<std::int64_t>());
+  std::sort(counts.begin(), counts.end());
+  CHECK(counts == std::vector<std::int64_t>{1, 2, 4, 8});
+  // train on one H100 without --batch takes the same micro-batch the plan's 1-GPU row has.
+  for (const auto& b : j["best"])
+    if (b["gpus"] == 1) {
+      CHECK(b["layout"]["micro_batch"] == 2);
+      auto t = nlohmann::json::parse(run_cli({"train", "--model", "llama-3.1-8b", "--lora-rank", "16", "--dataset-tokens",
+                                              "300M", "--epochs", "3", "--gpu", "h100-sxm", "--format", "json"}).out);
+      CHECK(t["workload"]["batch"] == 2);
+    }
 }
 
 TEST_CASE("cli: plan train plans LoRA and QLoRA fine-tunes, and says which bound failed", "[cli][plan]") {

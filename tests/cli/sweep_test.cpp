@@ -91,6 +91,18 @@ TEST_CASE("sweep train: two flags make every combination; a one-value flag is fi
   CHECK(j["devices"][1]["largest"].size() == 3);  // one per --batch value
 }
 
+TEST_CASE("sweep train: without --batch the micro-batch is held at 1, on every --gpu too", "[cli][sweep][batch]") {
+  // train alone would take micro-batch 8 on an H100; a sweep moves only its swept flag.
+  const auto j = sweep_json({"sweep", "train", "--params", "1B", "--seq", "1k,2k", "--gpu", "h100-sxm"});
+  REQUIRE(j["points"].size() == 2);
+  const auto one = nlohmann::json::parse(
+      run_cli({"train", "--params", "1B", "--seq", "2048", "--batch", "1", "--format", "json"}).out);
+  CHECK(j["points"][1]["memory"]["total_bytes"] == one["memory"]["total_bytes"]);
+  const auto on = nlohmann::json::parse(run_cli({"train", "--params", "1B", "--seq", "2048", "--gpu", "h100-sxm",
+                                                 "--format", "json"}).out);
+  CHECK(on["workload"]["batch"] == 8);
+}
+
 TEST_CASE("sweep: the chart, the table's answer lines, csv", "[cli][sweep]") {
   const auto t = run_cli({"sweep", "infer", "--model", "llama-3.1-8b", "--context", "4k..64k", "--gpu", "rtx-4090", "--chart"});
   REQUIRE(t.code == ExitCode::ok);

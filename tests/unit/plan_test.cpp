@@ -254,3 +254,66 @@ TEST_CASE("plan steps: the same cost and time on fewer instances ranks first", "
   CHECK(detail::ranks_before(b, a, Objective::cost));
   CHECK(detail::ranks_before(b, a, Objective::time));  // same time: the cheaper first
 }
+
+TEST_CASE("plan rules: the global batch and the headroom, by hand", "[plan][batch]") {
+  CHECK(default_global_batch_tokens(true) == 524288.0);  // 128 × 4096 (Tulu 3's SFT)
+  CHECK(default_global_batch_tokens(false) == 4.0e6);    // Llama 2
+  CHECK(within_global_batch(524288, 524288));
+  CHECK(within_global_batch(524340, 524288));  // a 1e-4 tolerance for rounding: 524,340.4
+  CHECK_FALSE(within_global_batch(524341, 524288));
+  // 45 GiB on 50 GiB usable with 10 % kept free: 45 / (50 × 0.9) = 1, just fits; 46 GiB does not.
+  Device d;
+  d.memory = Bytes(50.0 * 1073741824);
+  MemoryEstimate m;
+  m.total = Bytes(45.0 * 1073741824);
+  CHECK(headroom_ratio(m, d, 0.10) == Approx(1.0));
+  m.total = Bytes(46.0 * 1073741824);
+  CHECK(headroom_ratio(m, d, 0.10) == Approx(46.0 / 45.0));
+  d.usable_memory = Bytes(100.0 * 1073741824);  // the driver's total, where known, is the capacity
+  CHECK(headroom_ratio(m, d, 0.10) == Approx(46.0 / 90.0));
+}
+
+TEST_CASE("choose_micro_batch: the largest of 1-16 within the global batch that fits with the headroom", "[plan][batch]") {
+  const ModelSpec& s = find_preset("llama-3.2-1b").spec;
+  const TrainingWorkload w;  // seq 2048, one GPU, micro-batch 1 (ignored: the choice sets it)
+  auto total = [&](std::int64_t mb) {
+    TrainingWorkload v = w;
+    v.batch = mb;
+    return estimate_training_memory(s, v).memory.total.in(unit::bytes);
+  };
+  for (std::int64_t mb : {1, 2, 4, 8}) CHECK(total(2 * mb) > total(mb));  // memory grows with the micro-batch
+  Device d;
+  d.id = "test";
+  // Usable memory between micro-batch 4's and 8's estimates, 10 % kept free: 4, and 8 named as over it.
+  d.memory = Bytes((total(4) + total(8)) / 2 / 0.9);
+  auto c = choose_micro_batch(s, w, d, 2048.0, 4.0e6, 0.10);
+  CHECK(c.micro_batch == 4);
+  CHECK(c.fits);
+  CHECK(c.larger == 8);
+  CHECK(c.larger_total.in(unit::bytes) == total(8));
+  CHECK_FALSE(c.global_batch_bound);
+  CHECK(c.estimate.memory.total.in(unit::bytes) == total(4));
+  // Room for 16, but a global batch of 3 sequences (6,144 tokens at 2,048 per sequence and step): 2 (4 would make
+  // 8,192 tokens a step).
+  d.memory = Bytes(total(16) / 0.9 * 1.01);
+  c = choose_micro_batch(s, w, d, 2048.0, 6144.0, 0.10);
+  CHECK(c.micro_batch == 2);
+  CHECK(c.global_batch_bound);
+  CHECK(c.larger == 0);
+  // The same with room for 16: 16, the planner's largest.
+  c = choose_micro_batch(s, w, d, 2048.0, 4.0e6, 0.10);
+  CHECK(c.micro_batch == 16);
+  CHECK(c.larger == 0);
+  // Micro-batch 1 over the headroom: 1 all the same, not fitting, 2 named as the next.
+  d.memory = Bytes(total(1) / 0.9 * 0.99);
+  c = choose_micro_batch(s, w, d, 2048.0, 4.0e6, 0.10);
+  CHECK(c.micro_batch == 1);
+  CHECK_FALSE(c.fits);
+  CHECK(c.larger == 2);
+  // A step of one sequence already over the global batch (accumulation the user chose): 1, the others left out.
+  d.memory = Bytes(total(16) / 0.9 * 1.01);
+  c = choose_micro_batch(s, w, d, 2048.0 * 64, 65536.0, 0.10);
+  CHECK(c.micro_batch == 1);
+  CHECK(c.fits);
+  CHECK(c.global_batch_bound);
+}

@@ -180,15 +180,19 @@ TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and
   const auto e = estimate_inference_memory(oss, w);
   CHECK(*e.serving.max_concurrency == Approx(double(*e.serving.kv_blocks) / 8713.0));
   CHECK(*e.serving.max_concurrency > 1.8 * double(*e.serving.kv_tokens) / 131'072);
-  // From 0.24 the logged tokens are that concurrency × max_model_len (a 0.24.0 log: 567,978 = 4.33 × 131,072).
-  w.vllm.version = EngineVersion{0, 24, 0};
-  const auto e24 = estimate_inference_memory(oss, w);
-  CHECK(*e24.serving.kv_tokens == std::int64_t(*e24.serving.max_concurrency * 131'072));
+  // From 0.21 the logged tokens are that concurrency × max_model_len (a 0.24.0 log: 567,978 = 4.33 × 131,072; issue
+  // #43308: Gemma 4's figure grew ten-fold from 0.20.0 to 0.21.0 over the same pool); 0.20 still divides the blocks.
+  w.vllm.version = EngineVersion{0, 21, 0};
+  const auto e21 = estimate_inference_memory(oss, w);
+  CHECK(*e21.serving.kv_tokens == std::int64_t(*e21.serving.max_concurrency * 131'072));
+  w.vllm.version = EngineVersion{0, 20, 0};
+  const auto e20 = estimate_inference_memory(oss, w);
+  CHECK(*e20.serving.kv_tokens == *e20.serving.kv_blocks / 2 * 16);
 }
 
 TEST_CASE("vLLM: linear-attention layers are KV-cache groups of their own (hybrid manager)", "[engines][vllm]") {
   // Qwen3-Next: 12 full-attention and 36 Gated DeltaNet layers → groups of 12: 1 attention group and 3 state groups;
-  // the logged tokens divide the blocks by all 4 (_report_kv_cache_config before 0.24; a 0.11.2 Kimi Linear log,
+  // the logged tokens divide the blocks by all 4 (_report_kv_cache_config before 0.21; a 0.11.2 Kimi Linear log,
   // 7 MLA + 20 KDA layers, prints blocks ÷ 4 × 16).
   const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;
   const VllmKvGroups g = vllm_kv_groups(next, uniform_kv(next), vllm_release(EngineVersion{0, 11, 2}));

@@ -269,6 +269,7 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
   const double tp = double(w.tp);
   t.chunk = w.hf.prefill_chunk > 0 ? std::min(t.sp, double(w.hf.prefill_chunk)) : t.sp;
   t.ffn_width = double(s.intermediate);
+  for (const LayerShape& sh : s.layer_shapes) t.ffn_width = std::max(t.ffn_width, double(sh.intermediate));  // widest
   // Routed tokens: top-k experts each, or all of them for HF Llama 4's dense routing.
   const double routed = double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
   for (std::int64_t l = 0; l < s.layers; ++l)
@@ -627,9 +628,12 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
     sv.kv_blocks = blocks;
     // vLLM's "Maximum concurrency for N tokens per request": the pool's blocks over one request's blocks in every
     // group (get_max_concurrency_for_kv_cache_config).
-    sv.max_concurrency = state > 0 ? std::max(0.0, pool) / request(len)
-                                   : double(blocks) / double(g.request_blocks(len, batched));
-    sv.kv_tokens = vllm_logged_tokens(g, blocks, *sv.max_concurrency, max_len, version);
+    auto concurrency = [&](std::int64_t n) {
+      return state > 0 ? std::max(0.0, pool) / request(n) : double(blocks) / double(g.request_blocks(n, batched));
+    };
+    sv.max_concurrency = concurrency(len);
+    // The log's token count follows the concurrency at max_model_len, whatever length is planned for.
+    sv.kv_tokens = vllm_logged_tokens(g, blocks, concurrency(max_len), max_len, version);
     // vLLM refuses a max_model_len above the model's derived maximum (ModelConfig._get_and_verify_max_len).
     const bool too_long = w.context && s.max_positions > 0 && *w.context > s.max_positions;
     sv.starts = pool >= request(max_len) && !too_long;

@@ -322,8 +322,9 @@ inline double vllm_unused_kv_projection_params(const ModelSpec& s) {
 // "GPU KV cache size: N tokens": blocks over every group (Mamba-like ones too) × block_size; later releases print max
 // concurrency × max_model_len (_report_kv_cache_config), which counts sliding-window and state groups by what a
 // request holds in them: a 0.24.0 log prints 567,978 = 4.33 × 131,072 for Qwen3.6, a 0.11.2 one blocks ÷ 4 groups for
-// Kimi Linear; the change lies between them, taken at the newer one.
-inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 24, 0};
+// Kimi Linear. vllm-project/vllm issue #43308 (2026-05-21) pins the change at 0.21.0: the same Gemma 4 31B start-up on
+// an A100 with the same ~50 GB pool logs ~55k tokens under 0.20.0 (blocks ÷ 6 groups × 16) and ~525k under 0.21.0.
+inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 21, 0};
 inline std::int64_t vllm_logged_tokens(const VllmKvGroups& g, std::int64_t blocks, double concurrency,
                                        std::int64_t max_model_len, EngineVersion v) {
   return v >= vllm_tokens_from_concurrency ? std::int64_t(concurrency * double(max_model_len)) : g.tokens(blocks);

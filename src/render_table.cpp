@@ -42,6 +42,19 @@ void model_lines(const json& r, std::ostream& out) {
       fmt::print(out, ", {} linear attention (fixed state)", k["linear_attention"].get<std::int64_t>());
     fmt::print(out, "\n");
   }
+  if (m.contains("layer_shapes")) {  // e.g. "25 × 8 KV heads of 256, FFN 2112; 5 × 2 KV heads of 512 (v = k), FFN 2112"
+    fmt::print(out, "           layer shapes:");
+    const char* sep = " ";
+    for (const json& sh : m["layer_shapes"]) {
+      fmt::print(out, "{}{} × {} KV heads of {}{}{}, FFN {}", sep, sh["layers"].get<std::int64_t>(),
+                 sh["num_kv_heads"].get<std::int64_t>(), sh["head_dim"].get<std::int64_t>(),
+                 sh["values_are_keys"].get<bool>() ? " (v = k)" : "",
+                 sh["shares_kv"].get<bool>() ? " read from an earlier layer (no cache)" : "",
+                 sh["intermediate_size"].get<std::int64_t>());
+      sep = "; ";
+    }
+    fmt::print(out, "\n");
+  }
   if (!m.contains("source")) return;
   const json& src = m["source"];
   if (src["kind"] != "preset" && src["kind"] != "params") {

@@ -62,6 +62,23 @@ struct LinearAttentionSpec {
   bool operator==(const LinearAttentionSpec&) const = default;
 };
 
+// One layer's own attention and FFN shape, where a model's layers differ (transformers' per_layer_config; Gemma 4,
+// modeling_gemma4.py Gemma4TextAttention / Gemma4TextMLP): full-attention layers with their own head_dim and
+// key/value heads, values that are the keys (attention_k_eq_v: no v_proj, yet the cache still keeps K and V: vLLM
+// loads K into both slots, transformers passes k as v), layers that read an earlier layer's K and V
+// (num_kv_shared_layers: no k/v projections or norms and no cache of their own), and a wider FFN.
+struct LayerShape {
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate = 0;  // the dense FFN's width
+  bool values_are_keys = false;
+  bool shares_kv = false;
+  bool operator==(const LayerShape&) const = default;
+};
+
+// Distinct layer shapes a model may have (Gemma 4 E2B: sliding or full, own or shared KV: 4).
+inline constexpr std::size_t max_layer_shapes = 8;
+
 struct ModelSpec {
   std::string name;
   std::string model_type;  // HF model_type, or "derived" for a shape derived from --params
@@ -103,9 +120,28 @@ struct ModelSpec {
   std::vector<bool> moe_layers;        // per layer: true = MoE FFN (empty = all dense)
   bool mla_enabled = false;
   MlaSpec mla;
+  // Per-layer shapes where layers differ: the distinct shapes, and each layer's index into them. Empty: every layer
+  // has the model-wide kv_heads, head_dim and intermediate (which then describe the first layer).
+  std::vector<LayerShape> layer_shapes;
+  std::vector<std::uint8_t> shape_of;
+  // Per-layer embeddings (Gemma 4 E2B/E4B, Gemma4TextModel): a second token table of per_layer_vocab rows ×
+  // layers·per_layer_input, projected from the hidden state too, and fed to each layer through a gate.
+  std::int64_t per_layer_input = 0;    // hidden_size_per_layer_input (0: none)
+  std::int64_t per_layer_vocab = 0;    // vocab_size_per_layer_input
+  bool router_scales = false;          // Gemma 4 router: a learned input scale (h) and per-expert scale (E)
 
   std::int64_t q_dim() const { return mla_enabled ? heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim) : heads * head_dim; }
   std::int64_t kv_dim() const { return kv_heads * head_dim; }
+  LayerShape shape(std::int64_t l) const {
+    return layer_shapes.empty() ? LayerShape{kv_heads, head_dim, intermediate}
+                                : layer_shapes[shape_of[static_cast<std::size_t>(l)]];
+  }
+  // Layer l's widths (the model-wide ones where every layer has the same shape).
+  std::int64_t q_dim(std::int64_t l) const { return layer_shapes.empty() ? q_dim() : heads * shape(l).head_dim; }
+  std::int64_t kv_dim(std::int64_t l) const { return layer_shapes.empty() ? kv_dim() : shape(l).kv_heads * shape(l).head_dim; }
+  std::int64_t intermediate_at(std::int64_t l) const { return layer_shapes.empty() ? intermediate : shape(l).intermediate; }
+  // Whether layer l keeps keys and values of its own (not a linear-attention layer, not one reading shared K and V).
+  bool keeps_kv(std::int64_t l) const { return !is_linear_layer(l) && !shape(l).shares_kv; }
   bool is_moe_layer(std::int64_t l) const { return !moe_layers.empty() && moe_layers[static_cast<std::size_t>(l)]; }
   std::int64_t moe_layer_count() const {
     std::int64_t n = 0;
@@ -162,7 +198,7 @@ inline void add_linear(std::vector<ParamGroup>& v, const std::string& name, std:
   if (bias) add(v, name + ".bias", out, 1, false, count, expert);
 }
 
-inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
+inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s, std::int64_t layer) {
   const std::int64_t h = s.hidden;
   if (s.mla_enabled) {  // DeepSeek-V2/V3 MLA, HF DeepseekV3Attention
     const auto& m = s.mla;
@@ -180,7 +216,8 @@ inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
     add_linear(v, "o_proj", h, s.heads * m.v_head_dim, s.o_bias);
     return;
   }
-  const std::int64_t q = s.q_dim(), kv = s.kv_dim();
+  const std::int64_t q = s.q_dim(layer), kv = s.kv_dim(layer);
+  const LayerShape shape = s.shape(layer);
   switch (s.family) {
     case Family::gpt2:  // Conv1D c_attn (h → 3h) and c_proj, both with bias
       add_linear(v, "c_attn", q + 2 * kv, h, true);
@@ -195,13 +232,13 @@ inline void add_attention(std::vector<ParamGroup>& v, const ModelSpec& s) {
         add_linear(v, "qkv_proj", q + 2 * kv, h, s.qkv_bias);
       } else {
         add_linear(v, "q_proj", s.attn_output_gate ? 2 * q : q, h, s.qkv_bias);
-        add_linear(v, "k_proj", kv, h, s.qkv_bias);
-        add_linear(v, "v_proj", kv, h, s.qkv_bias);
+        if (!shape.shares_kv) add_linear(v, "k_proj", kv, h, s.qkv_bias);
+        if (!shape.shares_kv && !shape.values_are_keys) add_linear(v, "v_proj", kv, h, s.qkv_bias);
       }
       add_linear(v, "o_proj", h, q, s.o_bias);
       if (s.qk_norm) {
-        add(v, "q_norm", s.qk_norm_full ? q : s.head_dim, 1, false);
-        add(v, "k_norm", s.qk_norm_full ? kv : s.head_dim, 1, false);
+        add(v, "q_norm", s.qk_norm_full ? q : shape.head_dim, 1, false);
+        if (!shape.shares_kv) add(v, "k_norm", s.qk_norm_full ? kv : shape.head_dim, 1, false);
       }
       if (s.attn_sinks) add(v, "sinks", s.heads, 1, false);
       break;
@@ -274,6 +311,10 @@ inline void add_moe(std::vector<ParamGroup>& v, const ModelSpec& s) {
   const auto& m = s.moe;
   add_linear(v, "gate", m.experts, s.hidden, m.router_linear_bias);  // router
   if (m.router_bias) add(v, "gate.e_score_correction_bias", m.experts, 1, false);
+  if (s.router_scales) {  // Gemma4TextRouter: scale (h) on its normed input, per_expert_scale (E) on the weights
+    add(v, "router.scale", s.hidden, 1, false);
+    add(v, "router.per_expert_scale", m.experts, 1, false);
+  }
   add_dense_mlp(v, s, m.intermediate, "experts.", m.experts, true);
   if (m.shared_experts > 0) add_dense_mlp(v, s, m.shared_intermediate * m.shared_experts, "shared_experts.");
   if (m.shared_gate) add_linear(v, "shared_expert_gate", 1, s.hidden, false);
@@ -281,9 +322,12 @@ inline void add_moe(std::vector<ParamGroup>& v, const ModelSpec& s) {
 
 }  // namespace detail
 
-// What layer_params depends on besides the spec: the layer's kind (linear or softmax attention, MoE or dense MLP).
+// What layer_params depends on besides the spec: the layer's kind (linear or softmax attention, MoE or dense MLP, and
+// its shape where layers differ), a number below max_layer_kinds.
+inline constexpr std::size_t max_layer_kinds = 4 * max_layer_shapes;
 inline int layer_kind(const ModelSpec& s, std::int64_t layer) {
-  return (s.is_linear_layer(layer) ? 1 : 0) + (s.is_moe_layer(layer) ? 2 : 0);
+  const int shape = s.layer_shapes.empty() ? 0 : int(s.shape_of[static_cast<std::size_t>(layer)]);
+  return (s.is_linear_layer(layer) ? 1 : 0) + (s.is_moe_layer(layer) ? 2 : 0) + 4 * shape;
 }
 
 // One decoder layer's named parameter groups; it depends on `layer` only through layer_kind (param_inventory relies on it).
@@ -293,11 +337,16 @@ inline std::vector<ParamGroup> layer_params(const ModelSpec& s, std::int64_t lay
   const bool gpt = s.family != Family::llama;
   detail::add_norm(v, s, gpt ? (s.family == Family::gpt2 ? "ln_1" : "input_layernorm") : "input_layernorm", h);
   if (s.is_linear_layer(layer)) detail::add_linear_attention(v, s);
-  else detail::add_attention(v, s);
+  else detail::add_attention(v, s, layer);
   detail::add_norm(v, s, s.family == Family::gpt2 ? "ln_2" : "post_attention_layernorm", h);
   for (int extra = 2; extra < s.norms_per_layer; ++extra) detail::add_norm(v, s, "feedforward_layernorm", h);
   if (s.is_moe_layer(layer)) detail::add_moe(v, s);
-  else detail::add_dense_mlp(v, s, s.intermediate, "");
+  else detail::add_dense_mlp(v, s, s.intermediate_at(layer), "");
+  if (s.per_layer_input > 0) {  // Gemma4TextDecoderLayer: the gate from h, the projection back, its norm
+    detail::add_linear(v, "per_layer_input_gate", s.per_layer_input, h, false);
+    detail::add_linear(v, "per_layer_projection", h, s.per_layer_input, false);
+    detail::add_norm(v, s, "post_per_layer_input_norm", h);
+  }
   return v;
 }
 
@@ -306,6 +355,12 @@ inline ParamInventory param_inventory_without_layers(const ModelSpec& s) {
   ParamInventory inv;
   detail::add(inv.embedding, s.family == Family::gpt2 ? "wte" : "embed_tokens", s.vocab, s.hidden, false);
   if (s.learned_positions > 0) detail::add(inv.embedding, "wpe", s.learned_positions, s.hidden, false);
+  if (s.per_layer_input > 0) {  // Gemma4TextModel: the per-layer table, its projection from h and that one's norm
+    const std::int64_t width = s.layers * s.per_layer_input;
+    detail::add(inv.embedding, "embed_tokens_per_layer", s.per_layer_vocab, width, false);
+    detail::add_linear(inv.embedding, "per_layer_model_projection", width, s.hidden, false);
+    detail::add_norm(inv.embedding, s, "per_layer_projection_norm", s.per_layer_input);
+  }
   detail::add_norm(inv.head, s, s.family == Family::gpt2 ? "ln_f" : "norm", s.hidden);
   if (!s.tied_embeddings) detail::add(inv.head, "lm_head", s.vocab, s.hidden, true);
   if (s.lm_head_bias) detail::add(inv.head, "lm_head.bias", s.vocab, 1, false);
@@ -314,7 +369,8 @@ inline ParamInventory param_inventory_without_layers(const ModelSpec& s) {
 
 inline ParamInventory param_inventory(const ModelSpec& s) {
   ParamInventory inv = param_inventory_without_layers(s);
-  std::array<int, 4> index{-1, -1, -1, -1};  // by layer_kind: its place in inv.kinds
+  std::array<int, max_layer_kinds> index;  // by layer_kind: its place in inv.kinds
+  index.fill(-1);
   inv.kind_of.reserve(static_cast<std::size_t>(std::max<std::int64_t>(s.layers, 0)));
   for (std::int64_t l = 0; l < s.layers; ++l) {
     int& k = index[static_cast<std::size_t>(layer_kind(s, l))];
@@ -341,13 +397,13 @@ inline std::int64_t sum_numel(const std::vector<ParamGroup>& v, bool active_only
 struct ParamCounts {
   Params total{0};
   Params active{0};      // per token: routed experts count top-k of E
-  Params embedding{0};   // input embeddings (token + position)
+  Params embedding{0};   // input embeddings (token + position; Gemma 4's per-layer table and its projection)
   Params lm_head{0};     // untied output projection (0 when tied)
 };
 
 // Each kind of layer once: a representative layer index and how many layers are of that kind.
 inline std::vector<std::pair<std::int64_t, std::int64_t>> layer_kinds(const ModelSpec& s) {
-  std::array<std::pair<std::int64_t, std::int64_t>, 4> k{};
+  std::array<std::pair<std::int64_t, std::int64_t>, max_layer_kinds> k{};
   for (std::int64_t l = 0; l < s.layers; ++l) {
     auto& e = k[static_cast<std::size_t>(layer_kind(s, l))];
     if (e.second++ == 0) e.first = l;
@@ -404,13 +460,20 @@ inline void check_dimensions(const ModelSpec& s) {
       {"v_head_dim", s.mla.v_head_dim, 100'000},
       {"linear_num_key_heads", l.key_heads, 100'000},    {"linear_num_value_heads", l.value_heads, 100'000},
       {"linear_key_head_dim", l.key_head_dim, 100'000},  {"linear_value_head_dim", l.value_head_dim, 100'000},
-      {"linear_conv_kernel_dim", l.conv_kernel, 65'536}};
+      {"linear_conv_kernel_dim", l.conv_kernel, 65'536},
+      {"hidden_size_per_layer_input", s.per_layer_input, 1'000'000}, {"vocab_size_per_layer_input", s.per_layer_vocab, 100'000'000}};
   for (const auto& [what, value, max] : limits)
     if (value < 0 || value > max)
       throw InputError(model_problem(s, std::string(what) + " " + std::to_string(value) + " is outside 0 … " +
                                             std::to_string(max)));
   // Widths that are products: the attention's q and kv projections, linear attention's key and value widths.
-  if (s.heads * s.head_dim > 10'000'000 || s.kv_heads * s.head_dim > 10'000'000 ||
+  std::int64_t widest_head = s.head_dim;
+  for (const LayerShape& sh : s.layer_shapes) {
+    for (const std::int64_t v : {sh.kv_heads, sh.head_dim, sh.intermediate})
+      if (v < 1 || v > 10'000'000) throw InputError(model_problem(s, "a layer's heads or widths are outside 1 … 10,000,000"));
+    widest_head = std::max(widest_head, sh.head_dim);
+  }
+  if (s.heads * widest_head > 10'000'000 || s.kv_heads * s.head_dim > 10'000'000 ||
       l.key_heads * l.key_head_dim > 10'000'000 || l.value_heads * l.value_head_dim > 10'000'000)
     throw InputError(model_problem(s, "attention width (heads × head_dim) over 10,000,000"));
 }
@@ -448,6 +511,15 @@ inline void validate(const ModelSpec& s) {
   check_dimensions(s);
   if (s.heads % s.kv_heads != 0)
     throw InputError("model \"" + s.name + "\": num_attention_heads must be a multiple of num_key_value_heads");
+  if (!s.layer_shapes.empty()) {  // every layer names one of at most max_layer_shapes shapes
+    if (s.layer_shapes.size() > max_layer_shapes || std::int64_t(s.shape_of.size()) != s.layers)
+      throw InputError(model_problem(s, "more distinct layer shapes than supported, or not one per layer"));
+    for (const std::uint8_t i : s.shape_of)
+      if (i >= s.layer_shapes.size()) throw InputError(model_problem(s, "a layer names a shape that is not there"));
+    for (const LayerShape& sh : s.layer_shapes)
+      if (s.heads % sh.kv_heads != 0)
+        throw InputError(model_problem(s, "num_attention_heads must be a multiple of every layer's key/value heads"));
+  }
   const bool routed = std::find(s.moe_layers.begin(), s.moe_layers.end(), true) != s.moe_layers.end();
   if (routed) need(s.moe.experts, "num_experts");  // an MoE family's layers with no experts: not silently dense
   if (s.moe.experts > 0) {

@@ -28,7 +28,8 @@ class HfConfig {
     static constexpr std::pair<const char*, const char*> aliases[] = {
         {"n_routed_experts", "num_local_experts"}, {"num_experts", "num_local_experts"},
         {"num_experts_per_tok", "num_experts_per_token"}, {"num_experts_per_tok", "moe_topk"},
-        {"num_experts_per_tok", "experts_per_token"}};
+        {"num_experts_per_tok", "experts_per_token"}, {"num_experts_per_tok", "top_k_experts"},
+        {"moe_intermediate_size", "expert_intermediate_size"}};
     if (!j_.is_object()) return;
     for (const auto& [a, b] : aliases) {
       if (!has(a) && has(b)) j_[a] = j_[b];
@@ -100,8 +101,10 @@ inline const nlohmann::json& kimi_linear_config(const HfConfig& c) {
 inline std::string default_layer_type(const ModelSpec& s, const HfConfig& c, const std::string& type, std::int64_t l) {
   if (type == "mistral" || type == "mixtral" || type == "phi3" || type == "phimoe") return "sliding_attention";
   if (type == "gemma2" || type == "gpt_oss") return l % 2 == 0 ? "sliding_attention" : "full_attention";
-  if (type == "gemma3_text") {
+  if (type == "gemma3_text" || type == "gemma4_text") {
     const std::int64_t pattern = std::max<std::int64_t>(1, c.integer("sliding_window_pattern", 6));  // 5 local : 1
+    // Gemma4TextConfig.__post_init__ forces the last layer to full attention.
+    if (type == "gemma4_text" && l == s.layers - 1) return "full_attention";
     return (l + 1) % pattern != 0 ? "sliding_attention" : "full_attention";
   }
   if (type == "llama4_text") {  // no_rope_layers: 1 = a RoPE layer, which attends within its chunk; 0 = global NoPE
@@ -155,6 +158,39 @@ inline void read_layer_types(ModelSpec& s, const HfConfig& c, const std::string&
   s.sliding_window = std::find(s.sliding_layers.begin(), s.sliding_layers.end(), true) != s.sliding_layers.end() ? window : 0;
   if (s.sliding_window == 0) s.sliding_layers.clear();
   if (!any_linear) s.linear_layers.clear();
+}
+
+// Layers whose attention or FFN differs from the model-wide shape (transformers Gemma4TextConfig, modeling_gemma4.py
+// Gemma4TextAttention and Gemma4TextMLP; vLLM gemma4.py Gemma4DecoderLayer): full-attention layers take
+// global_head_dim, and with attention_k_eq_v num_global_key_value_heads and no v_proj; the last num_kv_shared_layers
+// layers read the K and V of the last earlier layer of their attention type, and use_double_wide_mlp doubles their
+// FFN. Read for every family: configs without these fields get no per-layer shapes.
+inline void read_layer_shapes(ModelSpec& s, const HfConfig& c) {
+  const std::int64_t global_dim = c.integer("global_head_dim", s.head_dim);
+  const bool k_eq_v = c.boolean("attention_k_eq_v", false);
+  const std::int64_t global_kv = k_eq_v ? c.integer("num_global_key_value_heads", s.kv_heads) : s.kv_heads;
+  const std::int64_t shared = c.integer("num_kv_shared_layers", 0);
+  if (shared > s.layers) throw DataError(c.where() + ": num_kv_shared_layers exceeds num_hidden_layers");
+  const bool wide = c.boolean("use_double_wide_mlp", false);
+  s.layer_shapes.clear();
+  s.shape_of.assign(static_cast<std::size_t>(s.layers), 0);
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    const bool full = !s.is_sliding_layer(l) && !s.is_linear_layer(l);
+    const bool reads_shared = l >= s.layers - shared;
+    const LayerShape shape{full ? global_kv : s.kv_heads, full ? global_dim : s.head_dim,
+                           s.intermediate * (wide && reads_shared ? 2 : 1), full && k_eq_v, reads_shared};
+    const auto at = std::find(s.layer_shapes.begin(), s.layer_shapes.end(), shape);
+    if (at == s.layer_shapes.end() && s.layer_shapes.size() == max_layer_shapes)
+      throw DataError(c.where() + ": more distinct layer shapes than the " + std::to_string(max_layer_shapes) + " supported");
+    s.shape_of[static_cast<std::size_t>(l)] = static_cast<std::uint8_t>(at - s.layer_shapes.begin());
+    if (at == s.layer_shapes.end()) s.layer_shapes.push_back(shape);
+  }
+  if (s.layer_shapes.size() == 1 && s.layer_shapes[0] == LayerShape{s.kv_heads, s.head_dim, s.intermediate}) {
+    s.layer_shapes.clear();  // every layer the model-wide shape
+    s.shape_of.clear();
+  }
+  s.per_layer_input = c.integer("hidden_size_per_layer_input", 0);
+  s.per_layer_vocab = s.per_layer_input > 0 ? c.integer("vocab_size_per_layer_input", s.vocab) : 0;
 }
 
 // RoPE: transformers 5 nests it as rope_parameters {rope_theta, partial_rotary_factor, rope_type, ...}; 4.x
@@ -229,6 +265,14 @@ inline void read_moe(ModelSpec& s, const HfConfig& c, const std::string& type) {
     s.moe.shared_intermediate = s.moe.intermediate;
     set_moe_layers(s, 0, c.integer("interleave_moe_layer_step", 1));
     s.moe.dense_routing = true;  // Llama4TextMoe: hidden_states.repeat(num_experts, 1) · scores, then bmm
+  } else if (type == "gemma4_text" && c.boolean("enable_moe_block", false)) {
+    // Gemma4TextDecoderLayer: the dense MLP (intermediate_size) runs beside the routed experts on every layer, as an
+    // ungated shared expert; the router scales its input and its weights (router.scale, router.per_expert_scale).
+    read_routed_experts(s, c, "moe_intermediate_size");
+    s.moe.shared_experts = 1;
+    s.moe.shared_intermediate = s.intermediate;
+    s.router_scales = true;
+    set_moe_layers(s, 0, 1);
   } else if ((type == "deepseek_v3" || type == "deepseek_v2" || type == "glm4_moe" || type == "kimi_linear") &&
              c.integer("num_experts", 0) > 0) {
     read_routed_experts(s, c, "moe_intermediate_size");
@@ -249,12 +293,15 @@ inline void read_attention_details(ModelSpec& s, const HfConfig& c, const std::s
   // Seed-OSS names the o_proj bias apart (transformers SeedOssAttention: attention_out_bias, false in its release).
   if (type == "seed_oss") s.o_bias = c.boolean("attention_out_bias", false);
   s.qk_norm = type == "qwen3" || type == "qwen3_moe" || gated_deltanet_hybrid(type) || type == "gemma3_text" ||
+              type == "gemma4_text" ||
               type == "olmo2" || (type == "glm4_moe" && c.boolean("use_qk_norm", false));
   s.qk_norm_full = type == "olmo2";
   s.attn_sinks = type == "gpt_oss";
   // Qwen3-Next always gates; Qwen3.5 names it attn_output_gate (true in its releases).
   s.attn_output_gate = gated_deltanet_hybrid(type) && c.boolean("attn_output_gate", true);
-  s.norms_per_layer = (type == "gemma2" || type == "gemma3_text") ? 4 : 2;
+  s.norms_per_layer = (type == "gemma2" || type == "gemma3_text" || type == "gemma4_text") ? 4 : 2;
+  // Gemma 4's MoE block adds its own pre-norm and a post-norm on each of the two branches.
+  if (type == "gemma4_text" && c.boolean("enable_moe_block", false)) s.norms_per_layer = 7;
   if (type == "phimoe") s.norm = NormKind::layer;
   s.lm_head_bias = c.boolean("lm_head_bias", false);
   s.tied_embeddings = c.boolean("tie_word_embeddings", gemma);  // Gemma ties by default, Llama does not
@@ -291,6 +338,7 @@ inline ModelSpec from_llama_like(const HfConfig& c, const std::string& type) {
   s.mlp_bias = c.boolean("mlp_bias", type == "gpt_oss");  // gpt-oss experts carry biases
   read_attention_details(s, c, type);
   read_layer_types(s, c, type);
+  read_layer_shapes(s, c);
   read_rope(s, c);
   if (type == "deepseek_v3" || type == "deepseek_v2" || type == "kimi_linear") read_mla(s, c);
   read_moe(s, c, type);
@@ -343,13 +391,13 @@ inline ModelSpec from_gpt_neox(const HfConfig& c) {
 
 inline constexpr std::string_view llama_like_types[] = {
     "llama",      "mistral", "mixtral",     "qwen2",   "qwen2_moe",  "qwen3",      "qwen3_moe",        "qwen3_next",
-    "qwen3_5_moe_text", "gemma", "gemma2",  "gemma3_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",
+    "qwen3_5_moe_text", "gemma", "gemma2",  "gemma3_text", "gemma4_text", "phi3",    "phimoe",     "deepseek_v2", "deepseek_v3",
     "glm4_moe",   "gpt_oss", "olmo2",       "granite", "granitemoe", "granitemoeshared", "llama4_text", "seed_oss",
     "kimi_linear"};
 
 inline constexpr const char* supported_model_types =
     "llama, llama4 (text), mistral, mistral3 (text), mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next, "
-    "qwen3_5_moe (text: Qwen3.5/3.6 MoE), gemma, gemma2, gemma3 (text), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, "
+    "qwen3_5_moe (text: Qwen3.5/3.6 MoE), gemma, gemma2, gemma3 (text), gemma4 (text, dense and MoE), phi3 (Phi-3, Phi-4), phimoe, gpt2, gpt_neox, "
     "deepseek_v2, deepseek_v3, glm4_moe, gpt_oss, olmo2, granite, granitemoe, granitemoeshared, seed_oss, kimi_linear";
 
 // Parse an HF config object; `where` names it in errors (a path or a preset id).

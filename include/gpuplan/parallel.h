@@ -82,6 +82,10 @@ inline ModelSpec rank_model(const ModelSpec& s, const TrainingWorkload& w, const
     r.heads = split(s.heads, "attention heads");
     r.kv_heads = split(s.kv_heads, "key/value heads");
     r.intermediate = split(s.intermediate, "FFN width");
+    for (LayerShape& sh : r.layer_shapes) {  // layers of their own shape (Gemma 4's full-attention layers)
+      sh.kv_heads = split(sh.kv_heads, "key/value heads of a layer");
+      sh.intermediate = split(sh.intermediate, "FFN width of a layer");
+    }
     if (s.moe.experts > 0) {
       r.moe.intermediate = split(s.moe.intermediate, "expert FFN width");
       r.moe.shared_intermediate = s.moe.shared_experts > 0 ? split(s.moe.shared_intermediate, "shared-expert FFN width") : 0;
@@ -100,6 +104,8 @@ inline ModelSpec rank_model(const ModelSpec& s, const TrainingWorkload& w, const
     };
     r.moe_layers = slice(s.moe_layers);
     r.sliding_layers = slice(s.sliding_layers);
+    if (!s.shape_of.empty())
+      r.shape_of.assign(s.shape_of.begin() + st.first_layer, s.shape_of.begin() + st.first_layer + st.layers);
     r.tied_embeddings = false;
   }
   return r;
@@ -115,6 +121,10 @@ inline ModelSpec doubled_split_widths(const ModelSpec& s) {
   wide.intermediate *= 2;
   wide.moe.intermediate *= 2;
   wide.moe.shared_intermediate *= 2;
+  for (LayerShape& sh : wide.layer_shapes) {
+    sh.kv_heads *= 2;
+    sh.intermediate *= 2;
+  }
   return wide;
 }
 

@@ -330,6 +330,9 @@ void for_each_layout(const ModelSpec& s, const TrainingPlanRequest& req, F&& f) 
   for (std::int64_t n : powers_of_two(req.max_gpus))
     for (std::int64_t tp : {1, 2, 4, 8}) {
       if (tp > n || tp > max_node || s.heads % tp || s.kv_heads % tp || s.intermediate % tp) continue;
+      if (std::any_of(s.layer_shapes.begin(), s.layer_shapes.end(),  // layers of their own heads and FFN width
+                      [&](const LayerShape& sh) { return sh.kv_heads % tp || sh.intermediate % tp; }))
+        continue;
       if (s.moe.experts > 0 && s.moe.intermediate % tp) continue;
       for (std::int64_t pp = 1; tp * pp <= n && pp <= s.layers; pp *= 2) {
         const std::int64_t dp = n / (tp * pp);

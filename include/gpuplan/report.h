@@ -1,6 +1,7 @@
 // Reports: the result structs of the estimators, assembled with the model and the workload, and their JSON
 // ("schema": "gpuplan/1"). Numbers are raw: bytes, parameters, seconds, USD.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -99,6 +100,16 @@ inline nlohmann::json model_json(const ModelSpec& s, const ParamCounts& counts) 
       windowed += s.is_sliding_layer(l) ? 1 : 0;
     }
     j["layer_kinds"] = {{"full_attention", s.layers - windowed - linear}, {"windowed", windowed}, {"linear_attention", linear}};
+  }
+  if (!s.layer_shapes.empty()) {  // layers of their own attention or FFN shape (Gemma 4)
+    nlohmann::json shapes = nlohmann::json::array();
+    for (std::size_t i = 0; i < s.layer_shapes.size(); ++i) {
+      const LayerShape& sh = s.layer_shapes[i];
+      shapes.push_back({{"layers", std::count(s.shape_of.begin(), s.shape_of.end(), std::uint8_t(i))},
+                        {"num_kv_heads", sh.kv_heads}, {"head_dim", sh.head_dim}, {"intermediate_size", sh.intermediate},
+                        {"values_are_keys", sh.values_are_keys}, {"shares_kv", sh.shares_kv}});
+    }
+    j["layer_shapes"] = shapes;
   }
   return j;
 }

@@ -135,7 +135,7 @@ inline void add_scaled(MicrobatchWork& a, const MicrobatchWork& b, double n) {
 }
 
 // One decoder layer of each kind (model.h layer_kind) at one rank's widths and micro-batch: a layout's stages reuse it.
-using LayerKindWork = std::array<std::optional<MicrobatchWork>, 4>;
+using LayerKindWork = std::array<std::optional<MicrobatchWork>, max_layer_kinds>;
 
 // A device's rates for a precision: FLOP/s per kind of kernel, bytes/s for memory-bound work, seconds per operator.
 struct DeviceRates {
@@ -225,10 +225,10 @@ namespace detail {
 inline double layer_forward_bytes(const ModelSpec& s, bool fused, double c, double r, double hidden_split,
                                   std::int64_t layer, bool moe) {
   const double h = double(s.hidden) / hidden_split;  // hidden-width tensors (÷tp under sequence parallelism)
-  const double q = double(s.q_dim()), kv = double(s.kv_dim());
+  const double q = double(s.q_dim(layer)), kv = double(s.kv_dim(layer));
   const double ffn = moe ? double(s.moe.intermediate) * double(s.moe.experts_per_token) +
                                double(s.moe.shared_intermediate) * double(s.moe.shared_experts)
-                         : double(s.intermediate);
+                         : double(s.intermediate_at(layer));
   const double norms = double(s.norms_per_layer);
   const double qk_norm_elems = s.qk_norm ? q + kv : 0.0;
   const bool linear_attn = s.is_linear_layer(layer);
@@ -354,17 +354,21 @@ inline void add_attention(MicrobatchWork& m, const WorkContext& x) {
   const TrainingWorkload& w = x.w;
   const double layers = double(r.layers) - double(std::count(r.linear_layers.begin(), r.linear_layers.end(), true));
   if (layers <= 0) return;
-  double sliding = 0;
-  for (std::int64_t l = 0; l < r.layers; ++l) sliding += r.is_sliding_layer(l) ? 1 : 0;
-  const double dqk = r.mla_enabled ? double(r.mla.qk_nope_head_dim + r.mla.qk_rope_head_dim) : double(r.head_dim);
-  const double dv = r.mla_enabled ? double(r.mla.v_head_dim) : double(r.head_dim);
   // Keys a query sees on average: half the sequence (causal), or the window. Context parallelism splits the
   // queries; each GPU still attends over the whole sequence's keys (load-balanced ring: half on average).
   const double full_span = double(w.seq) / 2.0;
   const double win_span = r.sliding_window > 0 ? std::min(full_span, double(r.sliding_window)) : full_span;
-  const double span = ((layers - sliding) * full_span + sliding * win_span) / layers;
+  // Σ over the attention layers of the keys a query sees × its q·k and p·v widths (each layer's own head_dim).
+  double span_dims = 0;
+  for (std::int64_t l = 0; l < r.layers; ++l) {
+    if (r.is_linear_layer(l)) continue;
+    const double hd = double(r.shape(l).head_dim);
+    const double dqk = r.mla_enabled ? double(r.mla.qk_nope_head_dim + r.mla.qk_rope_head_dim) : hd;
+    const double dv = r.mla_enabled ? double(r.mla.v_head_dim) : hd;
+    span_dims += (r.is_sliding_layer(l) ? win_span : full_span) * (dqk + dv);
+  }
   const double heads = double(r.heads);
-  const double fwd = layers * 2.0 * x.tokens * span * heads * (dqk + dv);
+  const double fwd = 2.0 * x.tokens * heads * span_dims;
   const AttentionKernel kernel = sdpa_backend(r, w.attention, x.c);
   if (kernel == AttentionKernel::eager || kernel == AttentionKernel::math) {
     // Eager / math attention computes the full square (masked after) and moves the score matrix: QKᵀ written,

@@ -176,6 +176,9 @@ void fields(Ar& ar, T& m) { ar(m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim
 template <class Ar, either<LinearAttentionSpec> T>
 void fields(Ar& ar, T& l) { ar(l.key_heads, l.value_heads, l.key_head_dim, l.value_head_dim, l.conv_kernel); }
 
+template <class Ar, either<LayerShape> T>
+void fields(Ar& ar, T& l) { ar(l.kv_heads, l.head_dim, l.intermediate, l.values_are_keys, l.shares_kv); }
+
 template <class Ar, either<ModelSpec> T>
 void fields(Ar& ar, T& s) {
   ar(s.name, s.model_type, s.family, s.vocab, s.hidden, s.layers, s.heads, s.kv_heads, s.head_dim, s.intermediate,
@@ -183,7 +186,8 @@ void fields(Ar& ar, T& s) {
      s.attn_sinks, s.attn_output_gate, s.lm_head_bias, s.norms_per_layer, s.learned_positions, s.max_positions,
      s.sliding_window, s.sliding_layers, s.chunked_attention, s.linear_layers, s.linear, s.rope_theta,
      s.partial_rotary, s.parallel_residual, s.dropout, s.final_logit_softcap, s.attn_logit_softcap, s.moe,
-     s.moe_layers, s.mla_enabled, s.mla);
+     s.moe_layers, s.mla_enabled, s.mla, s.layer_shapes, s.shape_of, s.per_layer_input, s.per_layer_vocab,
+     s.router_scales);
 }
 
 template <class Ar, either<ModelPreset> T>

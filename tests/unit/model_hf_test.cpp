@@ -1,8 +1,10 @@
 #include "../test_support.h"
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
+#include <gpuplan/memory/inference.h>
 #include <gpuplan/model_hf.h>
 
 using namespace gpuplan;
@@ -183,4 +185,75 @@ TEST_CASE("model_from_hf_config: multimodal wrappers estimate the language model
   const ModelSpec s = model_from_hf_config(wrapped, "scout");
   CHECK(s.model_type == "llama4_text");
   CHECK(count_params(s).total.in(unit::params) == 107'769'861'120);  // transformers' count of the text model
+}
+
+TEST_CASE("load_hf_config: Gemma 4 26B A4B (gemma4_text, MoE) per-layer shapes and counts by hand", "[model_hf][gemma4]") {
+  // The released config's language-model fields (tests/data/engines/configs/gemma-4-26b-a4b.json).
+  const ModelSpec s = load_hf_config(test::data + "/engines/configs/gemma-4-26b-a4b.json");
+  CHECK(s.model_type == "gemma4_text");
+  REQUIRE(s.layer_shapes.size() == 2);
+  // Sliding layers: 8 KV heads of 256; full ones (5, 11, …, 29): global_head_dim 512, num_global_key_value_heads 2,
+  // the keys as values (attention_k_eq_v).
+  CHECK(s.shape(0) == LayerShape{8, 256, 2112, false, false});
+  CHECK(s.shape(5) == LayerShape{2, 512, 2112, true, false});
+  CHECK(s.shape(29).head_dim == 512);
+  CHECK(s.kv_dim(0) == 2048);
+  CHECK(s.kv_dim(5) == 1024);
+  // modeling_gemma4.py, h = 2816: sliding attention q 16·256·h + k, v 8·256·h each + o 16·256·h = 34,603,008, q/k
+  // norms 512; full attention q 16·512·h + k 2·512·h + o (no v_proj) = 49,020,928, norms 1,024. Every layer: the
+  // dense MLP 3·h·2112 = 17,842,176, 128 experts of 3·h·704 = 761,266,176, the router 128·h + h (scale) + 128
+  // (per_expert_scale) = 363,392, seven norms of h = 19,712. 25 sliding + 5 full layers = 24,494,941,440; the tied
+  // embedding 262,144·h = 738,197,504 and the final norm: 25,233,141,760 (the model card: 25.2B).
+  const ParamCounts c = count_params(s);
+  CHECK(c.total.in(unit::params) == 25'233'141'760);
+  // Active: 8 of 128 experts per token: 25,233,141,760 − 30 · 761,266,176 · 120/128 (the model card: 3.8B).
+  CHECK(c.active.in(unit::params) == 3'822'530'560);
+  // KV per token (bf16): 25 sliding layers × 2·8·256·2 B + 5 full × 2·2·512·2 B = 204,800 + 20,480.
+  InferenceWorkload w;
+  const InferenceTensors t = inference_tensors(s, w, WeightFormat::bf16, KvDtype::bf16);
+  CHECK(t.kv_tok[0] == 8192);
+  CHECK(t.kv_tok[5] == 4096);
+  CHECK(std::accumulate(t.kv_tok.begin(), t.kv_tok.end(), 0.0) == 225'280);
+  // TP 4: the full layers' 2 KV heads are replicated (one per GPU), the sliding layers' 8 split.
+  w.tp = 4;
+  const InferenceTensors t4 = inference_tensors(s, w, WeightFormat::bf16, KvDtype::bf16);
+  CHECK(t4.kv_tok[0] == 2048);
+  CHECK(t4.kv_tok[5] == 2048);
+}
+
+TEST_CASE("model_from_hf_config: Gemma 4 layers that read shared K and V keep no cache", "[model_hf][gemma4]") {
+  // A cut-down E2B-like config: 10 layers, full attention every 6th and the last (Gemma4TextConfig's default
+  // layer_types), the last 4 reading the K and V of the last earlier layer of their type with their FFN doubled
+  // (use_double_wide_mlp), per-layer embeddings of 16.
+  nlohmann::json j = {{"model_type", "gemma4_text"}, {"vocab_size", 1000}, {"hidden_size", 64},
+                      {"intermediate_size", 128}, {"num_hidden_layers", 10}, {"num_attention_heads", 4},
+                      {"num_key_value_heads", 1}, {"head_dim", 16}, {"global_head_dim", 32},
+                      {"sliding_window", 8}, {"num_kv_shared_layers", 4}, {"use_double_wide_mlp", true},
+                      {"hidden_size_per_layer_input", 16}, {"vocab_size_per_layer_input", 1000}};
+  const ModelSpec s = model_from_hf_config(j, "e2b-like");
+  REQUIRE(s.layer_shapes.size() == 4);  // sliding / full × own / shared
+  CHECK(s.keeps_kv(0));
+  CHECK(!s.keeps_kv(6));
+  CHECK(s.shape(9) == LayerShape{1, 32, 256, false, true});  // the last layer is full attention
+  // Layer 0: q 4·16·64 + k, v 16·64 each + o 4·16·64 = 10,240, q/k norms 32, four norms 256, MLP 3·64·128 = 24,576,
+  // per-layer gate and projection 2·16·64 = 2,048 and their norm 64: 37,216. Layer 6 (sliding, shared): q and o
+  // 8,192, q_norm 16, norms 256, MLP 3·64·256 = 49,152, per-layer 2,112: 59,728.
+  auto sum = [](const std::vector<ParamGroup>& v) {
+    std::int64_t n = 0;
+    for (const auto& g : v) n += g.numel();
+    return n;
+  };
+  CHECK(sum(layer_params(s, 0)) == 37'216);
+  CHECK(sum(layer_params(s, 6)) == 59'728);
+  // Embeddings: tokens 1000·64, the per-layer table 1000·(10·16), its projection 160·64 and norm 16.
+  CHECK(count_params(s).embedding.in(unit::params) == 64'000 + 160'000 + 10'240 + 16);
+  // KV: the 6 own layers only (5 sliding of 2·16·2 B, 1 full of 2·32·2 B per token); HF generate's sliding layers
+  // keep window − 1 = 7 tokens, the full one prompt + new − 1 = 100.
+  InferenceWorkload w;
+  w.prompt_len = 100;
+  w.new_tokens = 1;
+  const InferenceTensors t = inference_tensors(s, w, WeightFormat::bf16, KvDtype::bf16);
+  CHECK(kv_layer_count(s) == 6);
+  CHECK(t.kv_tok[6] == 0);
+  CHECK(t.kv_final == 5 * 7 * 64.0 + 100 * 128.0);
 }

@@ -127,6 +127,23 @@ TEST_CASE("presets: today's lineup against the model cards", "[model]") {
   CHECK(double(active("gpt-oss-20b") - 201'088LL * 2'880) == Approx(3.61e9).epsilon(0.002));
   CHECK(double(total("gpt-oss-120b")) == Approx(116.83e9).epsilon(0.0005));
   CHECK(double(active("gpt-oss-120b") - 201'088LL * 2'880) == Approx(5.13e9).epsilon(0.002));
+  // Gemma 4 model cards (huggingface.co/google/gemma-4-31B-it and siblings, "Total Parameters", read 2026-11-29;
+  // the language model, the vision and audio encoders listed apart): 31B 30.7B; 26B A4B 25.2B, 3.8B active;
+  // E2B 2.3B effective, E4B 4.5B effective, "effective" leaving out the per-layer embedding table, and 5.1B / 8B
+  // "with embeddings", which add the ~0.15B vision and ~0.3B audio encoders.
+  CHECK(double(total("gemma-4-31b")) == Approx(30.7e9).epsilon(0.002));
+  CHECK(double(total("gemma-4-26b-a4b")) == Approx(25.2e9).epsilon(0.002));
+  CHECK(double(active("gemma-4-26b-a4b")) == Approx(3.8e9).epsilon(0.01));
+  const auto per_layer_table = [](const char* id) {
+    const ModelSpec& s = find_preset(id).spec;
+    return s.per_layer_vocab * s.layers * s.per_layer_input;
+  };
+  CHECK(per_layer_table("gemma-4-e2b") == 262'144LL * 35 * 256);
+  CHECK(double(total("gemma-4-e2b") - per_layer_table("gemma-4-e2b")) == Approx(2.3e9).epsilon(0.01));
+  CHECK(double(total("gemma-4-e2b")) + 0.45e9 == Approx(5.1e9).epsilon(0.01));
+  // E4B counts 4.64B without its table, 3 % above the card's 4.5B (the card's rounding of it is not published).
+  CHECK(double(total("gemma-4-e4b") - per_layer_table("gemma-4-e4b")) == Approx(4.5e9).epsilon(0.035));
+  CHECK(double(total("gemma-4-e4b")) + 0.45e9 == Approx(8.0e9).epsilon(0.02));
 }
 
 TEST_CASE("param_inventory and count_params: each kind of layer once equals every layer's own groups", "[model]") {

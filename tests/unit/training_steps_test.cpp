@@ -227,7 +227,7 @@ TEST_CASE("serving steps: inference_tensors' KV cache and generate's balanced ti
   w.new_tokens = 25;
   const InferenceTensors t = inference_tensors(s, w, WeightFormat::bf16, KvDtype::bf16);
   // K and V: 8 KV heads × 128 × 2 B each, per layer: 4 KiB; 32 layers: 128 KiB per token (vLLM's figure).
-  CHECK(t.kv_layer_tok == 4096);
+  CHECK(t.kv_tok[0] == 4096);
   CHECK(t.len == 1024);  // HF generate caches prompt + new − 1 tokens
   CHECK(t.kv_final == 4 * 1024 * 4096.0 * 32);
   CHECK(t.kv_after_prefill == 4 * 1000 * 4096.0 * 32);

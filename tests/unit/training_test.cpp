@@ -102,7 +102,7 @@ TEST_CASE("LayerActivationModel: a layer's saved tensors depend on the layer onl
     for (const auto& p : builtin_presets()) {
       INFO(p.id << (w.lora.rank ? " (LoRA)" : ""));
       const detail::LayerActivationModel act(p.spec, w, detail::ActivationDtypes{2.0, 2.0, true});
-      std::array<std::optional<detail::LayerActivation>, 4> first;
+      std::array<std::optional<detail::LayerActivation>, max_layer_kinds> first;
       for (std::int64_t l = 0; l < p.spec.layers; ++l) {
         auto& f = first[std::size_t(layer_kind(p.spec, l))];
         const detail::LayerActivation a = act.layer(l);

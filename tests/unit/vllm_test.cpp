@@ -10,6 +10,9 @@ namespace {
 constexpr double kGiB = 1073741824.0;
 constexpr double kH100CudaTotal = 85'017'493'504.0;  // torch.cuda.mem_get_info() on an H100 80GB HBM3
 
+// 1 KiB per token in every layer (the groups depend on the pages' ratios only).
+std::vector<double> uniform_kv(const ModelSpec& s) { return std::vector<double>(std::size_t(s.layers), 1024.0); }
+
 InferenceWorkload vllm_on_h100(std::int64_t max_model_len, double util) {
   InferenceWorkload w;
   w.profile = Profile::vllm;
@@ -148,7 +151,7 @@ TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and
   const VllmRelease& now = vllm_release(std::nullopt);
   // gpt-oss-120b: 36 layers alternating 128-token sliding windows and full attention → 2 groups of 18 layers.
   const ModelSpec oss = find_preset("gpt-oss-120b").spec;
-  const VllmKvGroups g = vllm_kv_groups(oss, 1024.0, now);
+  const VllmKvGroups g = vllm_kv_groups(oss, uniform_kv(oss), now);
   CHECK(g.group_size == 18);
   CHECK(g.full_groups == 1);
   CHECK(g.window_groups == 1);
@@ -160,11 +163,12 @@ TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and
   CHECK(blocks == std::int64_t(10.0 * kGiB / (16 * 1024.0) / 18));
   CHECK(g.tokens(blocks) == blocks / 2 * 16);
   // Before 0.10 every layer counted as full attention: one group of 36.
-  const VllmKvGroups old = vllm_kv_groups(oss, 1024.0, vllm_release(EngineVersion{0, 9, 2}));
+  const VllmKvGroups old = vllm_kv_groups(oss, uniform_kv(oss), vllm_release(EngineVersion{0, 9, 2}));
   CHECK(old.group_size == 36);
   CHECK(old.request_blocks(131'072, 8192) == 8192);
   // Gemma 3 27B: 52 sliding and 10 full layers → groups of 10: 1 full and ⌈52/10⌉ = 6 sliding (8 padding layers).
-  const VllmKvGroups g3 = vllm_kv_groups(find_preset("gemma-3-27b").spec, 1024.0, now);
+  const ModelSpec& gemma3 = find_preset("gemma-3-27b").spec;
+  const VllmKvGroups g3 = vllm_kv_groups(gemma3, uniform_kv(gemma3), now);
   CHECK(g3.group_size == 10);
   CHECK(g3.full_groups == 1);
   CHECK(g3.window_groups == 6);
@@ -176,25 +180,29 @@ TEST_CASE("vLLM: hybrid KV-cache groups (kv_cache_utils), blocks per request and
   const auto e = estimate_inference_memory(oss, w);
   CHECK(*e.serving.max_concurrency == Approx(double(*e.serving.kv_blocks) / 8713.0));
   CHECK(*e.serving.max_concurrency > 1.8 * double(*e.serving.kv_tokens) / 131'072);
-  // From 0.24 the logged tokens are that concurrency × max_model_len (a 0.24.0 log: 567,978 = 4.33 × 131,072).
-  w.vllm.version = EngineVersion{0, 24, 0};
-  const auto e24 = estimate_inference_memory(oss, w);
-  CHECK(*e24.serving.kv_tokens == std::int64_t(*e24.serving.max_concurrency * 131'072));
+  // From 0.21 the logged tokens are that concurrency × max_model_len (a 0.24.0 log: 567,978 = 4.33 × 131,072; issue
+  // #43308: Gemma 4's figure grew ten-fold from 0.20.0 to 0.21.0 over the same pool); 0.20 still divides the blocks.
+  w.vllm.version = EngineVersion{0, 21, 0};
+  const auto e21 = estimate_inference_memory(oss, w);
+  CHECK(*e21.serving.kv_tokens == std::int64_t(*e21.serving.max_concurrency * 131'072));
+  w.vllm.version = EngineVersion{0, 20, 0};
+  const auto e20 = estimate_inference_memory(oss, w);
+  CHECK(*e20.serving.kv_tokens == *e20.serving.kv_blocks / 2 * 16);
 }
 
 TEST_CASE("vLLM: linear-attention layers are KV-cache groups of their own (hybrid manager)", "[engines][vllm]") {
   // Qwen3-Next: 12 full-attention and 36 Gated DeltaNet layers → groups of 12: 1 attention group and 3 state groups;
-  // the logged tokens divide the blocks by all 4 (_report_kv_cache_config before 0.24; a 0.11.2 Kimi Linear log,
+  // the logged tokens divide the blocks by all 4 (_report_kv_cache_config before 0.21; a 0.11.2 Kimi Linear log,
   // 7 MLA + 20 KDA layers, prints blocks ÷ 4 × 16).
   const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;
-  const VllmKvGroups g = vllm_kv_groups(next, 1024.0, vllm_release(EngineVersion{0, 11, 2}));
+  const VllmKvGroups g = vllm_kv_groups(next, uniform_kv(next), vllm_release(EngineVersion{0, 11, 2}));
   CHECK(g.group_size == 12);
   CHECK(g.full_groups == 1);
   CHECK(g.linear_groups == 3);
   CHECK(g.tokens(4000) == 1000 * 16);
   CHECK(g.request_blocks(4096, 8192) == 256);  // only the attention group's blocks grow with the request
   // Before the hybrid manager (V0) the state was a cache of its own: one group, the attention layers'.
-  CHECK(vllm_kv_groups(next, 1024.0, vllm_release(EngineVersion{0, 9, 2})).groups() == 1);
+  CHECK(vllm_kv_groups(next, uniform_kv(next), vllm_release(EngineVersion{0, 9, 2})).groups() == 1);
 }
 
 TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release and interconnect", "[engines][vllm]") {
@@ -276,4 +284,47 @@ TEST_CASE("vLLM: MXFP4 experts padded for the GPU's MoE kernel (Mxfp4MoEMethod.c
   // Triton: the width to 64 only: 2880 needs none, TP 2's 1440 → 1472.
   CHECK(vllm_mxfp4_padding_bytes(oss, 1, false, Mxfp4Backend::triton) == 0);
   CHECK(vllm_mxfp4_padding_bytes(oss, 2, false, Mxfp4Backend::triton) == Approx(36.0 * 128 * 3 * 32 * 2880 * 4.25 / 8));
+}
+
+TEST_CASE("vLLM: Gemma 4's unequal pages and shared-KV layers in the KV-cache groups", "[engines][vllm][gemma4]") {
+  const VllmRelease& r = vllm_release(EngineVersion{0, 19, 0});
+  // 26B A4B, bf16: a sliding layer holds 2·8·256·2 = 8 KiB per token, a full one 2·2·512·2 = 4 KiB, so
+  // unify_kv_cache_spec_page_size gives the full layers blocks of 32 tokens (one 128 KiB page either way); 25
+  // sliding and 5 full layers: groups of 5, 5 sliding and 1 full.
+  const ModelSpec& moe = find_preset("gemma-4-26b-a4b").spec;
+  InferenceWorkload w;
+  w.profile = Profile::vllm;
+  const InferenceTensors t = inference_tensors(moe, w, WeightFormat::bf16, KvDtype::bf16);
+  const VllmKvGroups g = vllm_kv_groups(moe, t.kv_tok, r);
+  CHECK(g.page == 16 * 8192.0);
+  CHECK(g.full_block == 32);
+  CHECK(g.window_block == 16);
+  CHECK(g.group_size == 5);
+  CHECK(g.full_groups == 1);
+  CHECK(g.window_groups == 5);
+  // A 131,072-token request at 2048 batched tokens: 131,072 / 32 full blocks and ⌈(1024 − 1 + 2048) / 16⌉ + 1 = 193
+  // in each sliding group; the logged tokens: blocks ÷ 6 groups × the smallest block (16).
+  CHECK(g.request_blocks(131'072, 2048) == 4096 + 5 * 193);
+  CHECK(g.tokens(600) == 600 / 6 * 16);
+  // vLLM holds a V slot in each full layer's qkv_proj (K loaded into both): 5 × 2·512·2816 parameters.
+  CHECK(vllm_unused_kv_projection_params(moe) == 5.0 * 2 * 512 * 2816);
+  // E2B: the last 20 layers read the K and V of layers 13 and 14 and join no group: 12 sliding layers of
+  // 1 KiB per token (blocks of 32) and 3 full ones of 2 KiB (blocks of 16): groups of 3, 4 sliding and 1 full.
+  const ModelSpec& e2b = find_preset("gemma-4-e2b").spec;
+  const InferenceTensors te = inference_tensors(e2b, w, WeightFormat::bf16, KvDtype::bf16);
+  const VllmKvGroups ge = vllm_kv_groups(e2b, te.kv_tok, r);
+  CHECK(ge.group_size == 3);
+  CHECK(ge.window_groups == 4);
+  CHECK(ge.full_groups == 1);
+  CHECK(ge.window_block == 32);
+  CHECK(ge.full_block == 16);
+  // Its shared layers keep k and v projections vLLM never loads: 16 sliding × 2·256·1536 + 4 full × 2·512·1536.
+  CHECK(vllm_unused_kv_projection_params(e2b) == 16.0 * 2 * 256 * 1536 + 4.0 * 2 * 512 * 1536);
+}
+
+TEST_CASE("SDPA's kernel by layer: Gemma 4's 512-wide full-attention heads miss flash attention", "[memory][gemma4]") {
+  const ModelSpec& s = find_preset("gemma-4-31b").spec;
+  CHECK(detail::sdpa_backend(s, Attention::sdpa, 2.0, 0) == detail::AttentionKernel::flash);
+  CHECK(detail::sdpa_backend(s, Attention::sdpa, 2.0, 5) == detail::AttentionKernel::math);  // 4 KV heads of 32
+  CHECK(detail::sdpa_backend(s, Attention::sdpa, 2.0) == detail::AttentionKernel::math);     // the widest layer
 }

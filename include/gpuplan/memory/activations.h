@@ -28,11 +28,17 @@ inline bool lora_targets_module(const LoraSpec& l, const std::string& module) {
 enum class AttentionKernel { flash, efficient, math, eager };
 
 // Which kernel PyTorch's scaled_dot_product_attention picks (torch 2.11): flash needs 16-bit inputs and
-// head_dim ≤ 256; memory-efficient also takes fp32 but not grouped-query (enable_gqa) inputs; else math.
-inline AttentionKernel sdpa_backend(const ModelSpec& s, Attention requested, double compute_bytes) {
+// head_dim ≤ 256; memory-efficient also takes fp32 but not grouped-query (enable_gqa) inputs; else math. It picks
+// per call, so per layer where layers differ (Gemma 4's full-attention layers: head_dim 512); `layer` −1 asks for
+// the kernel of the model's widest layer (what the whole model can count on).
+inline AttentionKernel sdpa_backend(const ModelSpec& s, Attention requested, double compute_bytes, std::int64_t layer = -1) {
   if (requested == Attention::eager) return AttentionKernel::eager;
-  if (compute_bytes < 4 && s.head_dim <= 256) return AttentionKernel::flash;
-  if (s.kv_heads == s.heads) return AttentionKernel::efficient;
+  LayerShape shape = s.shape(layer >= 0 ? layer : 0);
+  if (layer < 0)
+    for (const LayerShape& sh : s.layer_shapes)
+      if (sh.head_dim > shape.head_dim || (sh.head_dim == shape.head_dim && sh.kv_heads < shape.kv_heads)) shape = sh;
+  if (compute_bytes < 4 && shape.head_dim <= 256) return AttentionKernel::flash;
+  if (shape.kv_heads == s.heads) return AttentionKernel::efficient;
   return AttentionKernel::math;
 }
 
@@ -51,9 +57,10 @@ class LayerActivationModel {
   LayerActivation layer(std::int64_t l) const {
     LayerActivation a;
     const double h = double(s_.hidden), c = d_.c;
-    const double hq = double(s_.q_dim());
+    const double hq = double(s_.q_dim(l));
     const double hv = s_.mla_enabled ? double(s_.heads * s_.mla.v_head_dim) : hq;
-    const double hkv = s_.mla_enabled ? double(s_.heads * s_.head_dim) : double(s_.kv_dim());
+    // A layer reading an earlier layer's K and V (Gemma 4) saves no k or v of its own: they are that layer's.
+    const double hkv = s_.mla_enabled ? double(s_.heads * s_.head_dim) : s_.shape(l).shares_kv ? 0.0 : double(s_.kv_dim(l));
     const double drop = s_.dropout > 0 ? 1.0 : 0.0;  // bool mask per element
 
     // --- Attention block ---
@@ -68,7 +75,7 @@ class LayerActivationModel {
     }
     if (s_.mla_enabled) add(a, mla_latents(), 4);
     if (s_.qk_norm) add(a, (4.0 + (full_ft_ ? d_.r : 0.0)) * (hq + hkv), 2);  // RMSNorm over head_dim on q, k
-    switch (sdpa_backend(s_, w_.attention, c)) {
+    switch (sdpa_backend(s_, w_.attention, c, l)) {
       case AttentionKernel::flash:
       case AttentionKernel::efficient:
         // q, k, v at native GQA width (torch ≥ 2.5 SDPA enable_gqa), output O (shared with o_proj's input: the
@@ -107,7 +114,7 @@ class LayerActivationModel {
       }
     }
     add(a, drop * h);  // residual dropout after the attention projection (GPT-2 resid_pdrop)
-    if (s_.norms_per_layer == 4) add(a, post_norm(h), 2);  // Gemma 2/3 post-attention norm
+    if (s_.norms_per_layer >= 4) add(a, post_norm(h), 2);  // Gemma 2/3/4 post-attention norm
 
     // --- Feed-forward block ---
     if (!(s_.family == Family::gpt_neox && s_.parallel_residual)) {
@@ -139,12 +146,12 @@ class LayerActivationModel {
       if (m.shared_experts > 0) add(a, ffn(double(m.shared_intermediate * m.shared_experts), "down_proj"), 4);
       if (m.shared_gate) add(a, c * h);  // sigmoid(gate) · shared output keeps the output
     } else {
-      add(a, ffn(double(s_.intermediate), s_.family == Family::gpt2 ? "c_proj"
+      add(a, ffn(double(s_.intermediate_at(l)), s_.family == Family::gpt2 ? "c_proj"
                                                   : s_.family == Family::gpt_neox ? "dense_4h_to_h" : "down_proj"),
           4);
     }
     add(a, drop * h);  // residual dropout after the MLP
-    if (s_.norms_per_layer == 4) add(a, post_norm(h), 2);
+    if (s_.norms_per_layer >= 4) add(a, post_norm(h), 2);
 
     // PEFT LoRA: lora_B keeps lora_A's rank-r output (adapter dtype) for every adapted linear.
     if (!full_ft_) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -76,9 +77,13 @@ inline std::optional<std::string> serving_tp_problem(const ModelSpec& s, const I
   if (tp <= 1 || llama_cpp_engine(w.profile)) return std::nullopt;
   if (s.heads % tp != 0)
     return "--tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(s.heads) + " attention heads";
-  if (!s.mla_enabled && s.kv_heads % tp != 0 && tp % s.kv_heads != 0)
-    return "--tp " + std::to_string(tp) + " neither divides nor is a multiple of the model's " +
-           std::to_string(s.kv_heads) + " key/value heads";
+  for (std::int64_t l = 0; l < s.layers && !s.mla_enabled; ++l) {  // every layer's own key/value heads
+    const std::int64_t kv = s.shape(l).kv_heads;
+    if (kv % tp != 0 && tp % kv != 0)
+      return "--tp " + std::to_string(tp) + " neither divides nor is a multiple of the model's " + std::to_string(kv) +
+             " key/value heads";
+    if (s.layer_shapes.empty()) break;
+  }
   return std::nullopt;
 }
 
@@ -153,6 +158,18 @@ inline double kv_elements_per_token_per_layer(const ModelSpec& s, bool mla_laten
   return 2.0 * double(s.kv_heads) * double(s.head_dim);
 }
 
+// Layer l's KV bytes per token on one GPU: its own key/value heads (a layer of its own shape: Gemma 4's full-attention
+// layers) split over tp, at least one head per GPU; MLA's latent replicated. 0 for a layer that keeps none: linear
+// attention (its fixed state is recurrent_state_bytes) or one reading an earlier layer's K and V.
+inline double kv_token_bytes_at(const ModelSpec& s, std::int64_t l, double element_bytes, std::int64_t tp, bool latent) {
+  if (!s.keeps_kv(l)) return 0;
+  if (latent) return kv_elements_per_token_per_layer(s, true) * element_bytes;
+  const std::int64_t heads = s.mla_enabled ? s.heads : s.shape(l).kv_heads;
+  const double split = s.mla_enabled ? double(tp) : double(std::min(tp, heads));
+  const double elements = s.mla_enabled ? kv_elements_per_token_per_layer(s) : 2.0 * double(s.kv_dim(l));
+  return elements * element_bytes / split;
+}
+
 inline WeightFormat default_weight_format(Precision p) {
   return p == Precision::fp32 ? WeightFormat::fp32 : p == Precision::fp16 ? WeightFormat::fp16 : WeightFormat::bf16;
 }
@@ -168,9 +185,16 @@ inline double kv_cached_tokens(const ModelSpec& s, std::int64_t layer, double to
   return s.is_sliding_layer(layer) ? std::min(tokens, double(s.sliding_window - 1)) : tokens;
 }
 
+// Layers with a KV cache of their own (not linear attention, not reading another layer's K and V).
 inline std::int64_t kv_layer_count(const ModelSpec& s) {
   std::int64_t n = 0;
-  for (std::int64_t l = 0; l < s.layers; ++l) n += s.is_linear_layer(l) ? 0 : 1;
+  for (std::int64_t l = 0; l < s.layers; ++l) n += s.keeps_kv(l) ? 1 : 0;
+  return n;
+}
+
+inline std::int64_t linear_layer_count(const ModelSpec& s) {
+  std::int64_t n = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) n += s.is_linear_layer(l) ? 1 : 0;
   return n;
 }
 
@@ -182,12 +206,13 @@ inline double recurrent_state_bytes(const ModelSpec& s, double act_bytes, std::i
   return (double(s.linear.conv_state()) * act_bytes + double(s.linear.recurrent_state()) * 4.0) / split;
 }
 
-// KV bytes of one sequence over layers [first, last), with `state_layer` bytes for each linear-attention layer.
-inline double sequence_kv(const ModelSpec& s, double kv_layer_tok, double tokens, std::int64_t first, std::int64_t last,
-                          double state_layer = 0) {
+// KV bytes of one sequence over layers [first, last) (kv_tok: each layer's bytes per token), with `state_layer`
+// bytes for each linear-attention layer.
+inline double sequence_kv(const ModelSpec& s, const std::vector<double>& kv_tok, double tokens, std::int64_t first,
+                          std::int64_t last, double state_layer = 0) {
   double bytes = 0;
   for (std::int64_t l = first; l < last; ++l)
-    bytes += s.is_linear_layer(l) ? state_layer : kv_cached_tokens(s, l, tokens) * kv_layer_tok;
+    bytes += s.is_linear_layer(l) ? state_layer : kv_cached_tokens(s, l, tokens) * kv_tok[static_cast<std::size_t>(l)];
   return bytes;
 }
 
@@ -198,7 +223,7 @@ struct InferenceTensors {
   double b = 0, sp = 0, h = 0;
   double weights = 0;        // per GPU
   double len = 0;            // KV tokens per sequence to plan for
-  double kv_layer_tok = 0;   // KV bytes per token per layer, per GPU
+  std::vector<double> kv_tok;  // per layer: KV bytes per token, per GPU (0: the layer keeps none)
   double state_layer = 0;    // linear-attention state per sequence and linear layer, per GPU
   double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
   double chunk = 0;          // prompt tokens processed at once
@@ -221,21 +246,19 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
   t.len = w.context ? double(*w.context) : t.sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - (hf ? 1.0 : 0.0);
   // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated.
   t.latent = s.mla_enabled && (w.profile == Profile::vllm || w.profile == Profile::sglang);
-  double kv_split = double(w.tp);
-  if (!t.latent && !s.mla_enabled && s.kv_heads < w.tp) kv_split = double(s.kv_heads);
-  if (t.latent) kv_split = 1;
-  t.kv_layer_tok = kv_elements_per_token_per_layer(s, t.latent) * kv_bytes_per_element(kv) / kv_split;
   t.state_layer = recurrent_state_bytes(s, t.c, w.tp);
+  t.kv_tok.assign(static_cast<std::size_t>(s.layers), 0.0);
   for (std::int64_t l = 0; l < s.layers; ++l) {
     if (s.is_linear_layer(l)) {  // a fixed state from the first prompt token on
       t.kv_after_prefill += t.b * t.state_layer;
       t.kv_final += t.b * t.state_layer;
       continue;
     }
+    const double tok = t.kv_tok[static_cast<std::size_t>(l)] = kv_token_bytes_at(s, l, kv_bytes_per_element(kv), w.tp, t.latent);
     // During prefill a sliding layer still holds the whole prompt; it is cropped at the first decode step.
-    t.kv_after_prefill += t.b * std::min(t.sp, t.len) * t.kv_layer_tok;
-    t.kv_final += t.b * kv_cached_tokens(s, l, t.len) * t.kv_layer_tok;
-    t.kv_layer_max = std::max(t.kv_layer_max, t.b * kv_cached_tokens(s, l, t.len) * t.kv_layer_tok);
+    t.kv_after_prefill += t.b * std::min(t.sp, t.len) * tok;
+    t.kv_final += t.b * kv_cached_tokens(s, l, t.len) * tok;
+    t.kv_layer_max = std::max(t.kv_layer_max, t.b * kv_cached_tokens(s, l, t.len) * tok);
   }
 }
 
@@ -246,6 +269,7 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
   const double tp = double(w.tp);
   t.chunk = w.hf.prefill_chunk > 0 ? std::min(t.sp, double(w.hf.prefill_chunk)) : t.sp;
   t.ffn_width = double(s.intermediate);
+  for (const LayerShape& sh : s.layer_shapes) t.ffn_width = std::max(t.ffn_width, double(sh.intermediate));  // widest
   // Routed tokens: top-k experts each, or all of them for HF Llama 4's dense routing.
   const double routed = double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
   for (std::int64_t l = 0; l < s.layers; ++l)
@@ -345,18 +369,20 @@ Id qk_norm(Sink& A, Id proj, double n, double rows, double c) {
 // One prefill layer: norm, projections and rotary embeddings (the cache keeps the rotated k and v), attention,
 // the output projection, the second norm and the FFN. Leaves the layer's keys and values allocated.
 // A linear-attention layer is replayed with the same working tensors; it keeps its fixed state instead of k and v.
+// A layer reading an earlier layer's K and V (Gemma 4's shared layers) makes and keeps none of its own.
 template <class Sink>
 Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id resid,
-                        Id& key, Id& value, bool linear) {
-  const double c = t.c, h = t.h, q_dim = double(s.q_dim());
-  const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_layer_tok / 2;
+                        Id& key, Id& value, std::int64_t layer) {
+  const bool linear = s.is_linear_layer(layer);
+  const double c = t.c, h = t.h, q_dim = double(s.q_dim(layer));
+  const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_tok[static_cast<std::size_t>(layer)] / 2;
   Id up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
   Id normed = A.malloc(c * h * tok);
   A.free(up32);
   Id q0 = A.malloc(c * q_dim * tok);
   if (s.qk_norm) q0 = qk_norm(A, q0, q_dim * tok, s.qk_norm_full ? tok : double(s.heads) * tok, c);
   Id k0 = A.malloc(kv_half * tok);
-  if (s.qk_norm) k0 = qk_norm(A, k0, kv_half / c * tok, s.qk_norm_full ? tok : double(s.kv_heads) * tok, c);
+  if (s.qk_norm) k0 = qk_norm(A, k0, kv_half / c * tok, s.qk_norm_full ? tok : double(s.shape(layer).kv_heads) * tok, c);
   value = A.malloc(kv_half * tok);
   A.free(normed);
   const Id q = A.malloc(c * q_dim * tok);
@@ -434,7 +460,7 @@ Prefilled generate_prefill(Sink& A, const ModelSpec& s, const InferenceWorkload&
   A.phase = AllocationTimeline::Phase::forward;  // prefill
   auto resid = A.malloc(t.c * t.h * (t.b * t.chunk));
   for (std::size_t i = 0; i < L; ++i)
-    resid = prefill_layer(A, s, t, t.b * t.chunk, resid, p.keys[i], p.values[i], s.is_linear_layer(std::int64_t(i)));
+    resid = prefill_layer(A, s, t, t.b * t.chunk, resid, p.keys[i], p.values[i], std::int64_t(i));
   p.logits = A.malloc(t.logits);
   A.free(resid);
   return p;
@@ -449,13 +475,13 @@ void generate_decode(Sink& A, Prefilled p, const ModelSpec& s, const InferenceWo
   A.phase = AllocationTimeline::Phase::backward;  // (decode)
   const auto L = static_cast<std::size_t>(s.layers);
   std::vector<double> len(L, t.sp);
-  const double kv_half = t.kv_layer_tok / 2;
   for (std::int64_t step = 1; step < w.new_tokens; step += stride) {
     const double grow = double(std::min(stride, w.new_tokens - step));
     const Id x = A.malloc(t.c * t.h * t.b);
     for (std::size_t i = 0; i < L; ++i) {
       const auto l = static_cast<std::int64_t>(i);
-      if (s.is_linear_layer(l)) continue;  // the state is updated in place
+      if (!s.keeps_kv(l)) continue;  // a linear layer's state is updated in place; a shared layer keeps none
+      const double kv_half = t.kv_tok[i] / 2;
       const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
       const Id k2 = A.malloc(kv_half * t.b * n);
       A.free(p.keys[i]);
@@ -528,6 +554,18 @@ inline std::string setting(double x) {
 
 }  // namespace detail
 
+// The hybrid KV cache's groups and what one request holds in them, said in the assumptions.
+inline std::string vllm_groups_assumption(const VllmKvGroups& g, std::int64_t len, std::int64_t batched) {
+  return "hybrid KV cache: " + std::to_string(g.full_groups) + " full-attention and " + std::to_string(g.window_groups) +
+         " sliding-window groups of " + std::to_string(g.group_size) + " layers; a request of " + std::to_string(len) +
+         " tokens holds " + std::to_string(g.request_blocks(len, batched)) + " blocks (sliding groups ⌈(window − 1 + " +
+         std::to_string(batched) + ") / " + std::to_string(g.window_block) + "⌉ + 1 each" +
+         (g.full_block != g.window_block ? "; full-attention blocks of " + std::to_string(g.full_block) +
+                                               " tokens, their pages unified with the sliding ones'"
+                                         : std::string()) +
+         ")";
+}
+
 // vLLM (memory/vllm.h): the budget, minus weights as loaded, the profiling step's torch peak and the non-torch
 // memory it adds, is the KV pool; its blocks are shared by the KV-cache groups. Without a device: what the batch
 // needs.
@@ -546,7 +584,10 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   // MXFP4 experts padded for the GPU's kernel (gpt-oss support came in 0.10.1).
   const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
   const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
-  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding;
+  // Projections vLLM allocates beyond the model's parameters, at the weights' average bytes per parameter.
+  const double unused = vllm_unused_kv_projection_params(s) / double(w.tp) * t.weights * double(w.tp) /
+                        std::max(1.0, double(est.params.in(unit::params)));
+  const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding + unused;
   const bool moe_cache_kept = !(mxfp4_padded && w.mxfp4_kernel != Mxfp4Backend::marlin);
   const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel, moe_cache_kept);
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
@@ -555,8 +596,8 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;
   // Linear-attention layers keep their fixed state per sequence beside the attention groups' blocks.
-  const VllmKvGroups g = vllm_kv_groups(s, t.kv_layer_tok, r);
-  const double state = t.state_layer * double(s.layers - kv_layer_count(s));
+  const VllmKvGroups g = vllm_kv_groups(s, t.kv_tok, r);
+  const double state = t.state_layer * double(linear_layer_count(s));
   auto request = [&](std::int64_t len) { return g.bytes(g.request_blocks(len, batched)) + state; };
   const auto len = static_cast<std::int64_t>(t.len);
   const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
@@ -587,9 +628,12 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
     sv.kv_blocks = blocks;
     // vLLM's "Maximum concurrency for N tokens per request": the pool's blocks over one request's blocks in every
     // group (get_max_concurrency_for_kv_cache_config).
-    sv.max_concurrency = state > 0 ? std::max(0.0, pool) / request(len)
-                                   : double(blocks) / double(g.request_blocks(len, batched));
-    sv.kv_tokens = vllm_logged_tokens(g, blocks, *sv.max_concurrency, max_len, version);
+    auto concurrency = [&](std::int64_t n) {
+      return state > 0 ? std::max(0.0, pool) / request(n) : double(blocks) / double(g.request_blocks(n, batched));
+    };
+    sv.max_concurrency = concurrency(len);
+    // The log's token count follows the concurrency at max_model_len, whatever length is planned for.
+    sv.kv_tokens = vllm_logged_tokens(g, blocks, concurrency(max_len), max_len, version);
     // vLLM refuses a max_model_len above the model's derived maximum (ModelConfig._get_and_verify_max_len).
     const bool too_long = w.context && s.max_positions > 0 && *w.context > s.max_positions;
     sv.starts = pool >= request(max_len) && !too_long;
@@ -628,13 +672,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
       (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
       fixed(graphs / gib, 2) + " GiB outside the budget; KV blocks of 16 tokens");
-  if (g.window_groups > 0 && g.full_groups > 0)
-    est.assumptions.push_back("hybrid KV cache: " + std::to_string(g.full_groups) + " full-attention and " +
-                              std::to_string(g.window_groups) + " sliding-window groups of " +
-                              std::to_string(g.group_size) + " layers; a request of " + std::to_string(len) +
-                              " tokens holds " +
-                              std::to_string(g.request_blocks(len, batched)) + " blocks (sliding groups ⌈(window − 1 + " +
-                              std::to_string(batched) + ") / 16⌉ + 1 each)");
+  if (g.window_groups > 0 && g.full_groups > 0) est.assumptions.push_back(vllm_groups_assumption(g, len, batched));
   else if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
     est.assumptions.push_back("vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache "
                               "manager before 0.10)");
@@ -671,7 +709,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   // PyTorch and NCCL as vLLM; its logged figures).
   const double init = std::ceil(VllmProfile::cuda_context.in(unit::bytes) +
                                 (w.tp > 1 ? vllm_non_torch_bytes(w.tp, w.link) - vllm_non_torch_bytes(1) : 0.0));
-  const double per_token = sequence_kv(s, t.kv_layer_tok, 1, 0, s.layers);  // all layers, K and V
+  const double per_token = sequence_kv(s, t.kv_tok, 1, 0, s.layers);  // all layers, K and V
   ServingDetails& sv = est.serving;
   sv.engine = "sglang " + version.str();
   sv.engine_version = version.str();
@@ -759,7 +797,7 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     const auto i = static_cast<std::size_t>(l);
     const double layer = wb.per_layer[i].in(unit::bytes);
     const double kv = s.is_linear_layer(l) ? double(k.n_parallel) * t.state_layer
-                                           : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn) * t.kv_layer_tok;
+                                           : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn) * t.kv_tok[i];
     if (l < first_gpu) {
       // A layer left on the CPU is computed there: per token it reads its attention and shared weights whole and
       // only the routed experts the batch picks.
@@ -1021,8 +1059,8 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   const InferenceTensors t = inference_tensors(s, w, est.weights, est.kv);
   est.weight_bytes = Bytes(t.weights);
   est.context_tokens = static_cast<std::int64_t>(t.len);
-  est.kv_bytes_per_token = Bytes(t.kv_layer_tok * double(kv_layer_count(s)));
-  if (const std::int64_t linear = s.layers - kv_layer_count(s); linear > 0)
+  est.kv_bytes_per_token = Bytes(std::accumulate(t.kv_tok.begin(), t.kv_tok.end(), 0.0));
+  if (const std::int64_t linear = linear_layer_count(s); linear > 0)
     est.assumptions.push_back(std::to_string(linear) + " linear-attention layers keep a fixed state of " +
                               std::to_string(std::llround(t.state_layer * double(linear) / 1048576.0)) +
                               " MiB per sequence (conv window, fp32 key×value state) instead of a KV cache");

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "../model.h"
 #include "../units.h"
@@ -233,46 +234,62 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
   return double(s.moe_layer_count()) * experts_here * 3.0 * double(ip * hp - i * h) * 4.25 / 8.0;
 }
 
-// The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block of block_size
-// tokens is one page of the same size. One kind of attention: one group. Full and sliding-window layers mixed
-// (hybrid manager, 0.10 on): groups of group_size layers of one kind, group_size the smaller kind's count (the
-// larger's when it is under 1.5 times that), the last group of a kind padded; the pool is group_size tensors of
-// num_blocks pages, shared by one layer of each group. Chunked local attention (Llama 4) stays one full-attention
-// group: vLLM turns the hybrid manager off for it (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset).
-// Linear-attention (Mamba-like) layers are a kind of their own under the hybrid manager: grouped alike, and counted
-// in the groups the logged token count divides by (_report_kv_cache_config: num_blocks // len(kv_cache_groups) ×
-// block_size); their state is kept per request beside the attention blocks (`state` in vllm_estimate).
+// The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block is one page of
+// the same size. One kind of attention: one group. Full and sliding-window layers mixed (hybrid manager, 0.10 on):
+// groups of group_size layers of one kind, group_size the smaller kind's count (the larger's when it is under 1.5
+// times that), the last group of a kind padded; the pool is group_size tensors of num_blocks pages, shared by one
+// layer of each group. A kind whose layers hold fewer bytes per token (Gemma 4's full-attention layers: 2 KV heads
+// × 512 against the sliding layers' 8 × 256) gets blocks of more tokens until its page is as large
+// (unify_kv_cache_spec_page_size: block_size × the ratio of the pages). Layers reading another layer's K and V
+// (Gemma 4's num_kv_shared_layers) have no spec of their own and join no group. Chunked local attention (Llama 4)
+// stays one full-attention group: vLLM turns the hybrid manager off for it
+// (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset). Linear-attention (Mamba-like) layers are a kind of
+// their own under the hybrid manager: grouped alike, and counted in the groups the logged token count divides by
+// (_report_kv_cache_config: num_blocks // len(kv_cache_groups) × the smallest block_size); their state is kept per
+// request beside the attention blocks (`state` in vllm_estimate).
 struct VllmKvGroups {
   double page = 0;                 // one layer's block, per GPU
   std::int64_t group_size = 0;     // layers per group
   std::int64_t full_groups = 0, window_groups = 0, linear_groups = 0;
   std::int64_t window = 0;         // sliding window of the window groups
+  std::int64_t full_block = VllmProfile::block_size, window_block = VllmProfile::block_size;  // tokens per block
 
   std::int64_t groups() const { return full_groups + window_groups + linear_groups; }
   // Blocks one request of max_len tokens holds (FullAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes).
   std::int64_t request_blocks(std::int64_t max_len, std::int64_t batched) const {
-    const std::int64_t bs = VllmProfile::block_size;
     const std::int64_t in_window = std::min(window - 1 + batched, max_len);
-    return full_groups * ((max_len + bs - 1) / bs) + window_groups * ((in_window + bs - 1) / bs + 1);
+    return full_groups * ((max_len + full_block - 1) / full_block) +
+           window_groups * ((in_window + window_block - 1) / window_block + 1);
   }
   std::int64_t blocks(double pool) const {
     return pool > 0 ? static_cast<std::int64_t>(std::floor(pool / page / double(group_size))) : 0;
   }
-  // "GPU KV cache size: N tokens": blocks per group × block_size.
-  std::int64_t tokens(std::int64_t blocks) const { return blocks / groups() * VllmProfile::block_size; }
+  // "GPU KV cache size: N tokens": blocks per group × the smallest block_size.
+  std::int64_t tokens(std::int64_t blocks) const {
+    const std::int64_t block = std::min(full_groups > 0 ? full_block : window_block, window_groups > 0 ? window_block : full_block);
+    return blocks / groups() * block;
+  }
   double bytes(std::int64_t blocks) const { return double(blocks) * page * double(group_size); }
 };
 
-inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, double kv_layer_tok, const VllmRelease& r) {
+// kv_tok: each layer's KV bytes per token on this GPU (0 for a layer that keeps none).
+inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, const std::vector<double>& kv_tok, const VllmRelease& r) {
   std::int64_t full = 0, windowed = 0, linear = 0;
+  double full_tok = 0, window_tok = 0;  // a layer's bytes per token in each kind (the largest, should they differ)
   const bool split = r.hybrid_kv && !s.chunked_attention;
   for (std::int64_t l = 0; l < s.layers; ++l) {
+    const double tok = kv_tok[static_cast<std::size_t>(l)];
     if (s.is_linear_layer(l)) ++linear;
-    else ++((split && s.is_sliding_layer(l)) ? windowed : full);
+    else if (!s.keeps_kv(l)) continue;
+    else if (split && s.is_sliding_layer(l)) ++windowed, window_tok = std::max(window_tok, tok);
+    else ++full, full_tok = std::max(full_tok, tok);
   }
   if (!r.hybrid_kv) linear = 0;  // before the hybrid manager the state lived in a cache of its own
   VllmKvGroups g;
-  g.page = kv_layer_tok * double(VllmProfile::block_size);
+  const double bs = double(VllmProfile::block_size);
+  g.page = std::max(full_tok, window_tok) * bs;  // linear layers' state pages are padded to the attention page
+  if (full_tok > 0) g.full_block = std::llround(g.page / full_tok);
+  if (window_tok > 0) g.window_block = std::llround(g.page / window_tok);
   g.window = s.sliding_window;
   std::int64_t lo = 0, hi = 0;
   for (const std::int64_t n : {full, windowed, linear}) {
@@ -288,11 +305,26 @@ inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, double kv_layer_tok, cons
   return g;
 }
 
+// Parameters vLLM holds that the checkpoint's model does not (gemma4.py Gemma4Attention: one QKVParallelLinear in every
+// layer): a layer whose values are its keys (attention_k_eq_v) keeps a V slot, K loaded into both; a layer reading
+// an earlier layer's K and V keeps k and v projections it never uses.
+inline double vllm_unused_kv_projection_params(const ModelSpec& s) {
+  double n = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    const LayerShape sh = s.shape(l);
+    const double kv = double(s.hidden) * double(sh.kv_heads * sh.head_dim);
+    if (sh.shares_kv) n += 2.0 * kv;            // k and v the layer does not load
+    else if (sh.values_are_keys) n += kv;       // the V slot K is copied into
+  }
+  return n;
+}
+
 // "GPU KV cache size: N tokens": blocks over every group (Mamba-like ones too) × block_size; later releases print max
 // concurrency × max_model_len (_report_kv_cache_config), which counts sliding-window and state groups by what a
 // request holds in them: a 0.24.0 log prints 567,978 = 4.33 × 131,072 for Qwen3.6, a 0.11.2 one blocks ÷ 4 groups for
-// Kimi Linear; the change lies between them, taken at the newer one.
-inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 24, 0};
+// Kimi Linear. vllm-project/vllm issue #43308 (2026-05-21) pins the change at 0.21.0: the same Gemma 4 31B start-up on
+// an A100 with the same ~50 GB pool logs ~55k tokens under 0.20.0 (blocks ÷ 6 groups × 16) and ~525k under 0.21.0.
+inline constexpr EngineVersion vllm_tokens_from_concurrency{0, 21, 0};
 inline std::int64_t vllm_logged_tokens(const VllmKvGroups& g, std::int64_t blocks, double concurrency,
                                        std::int64_t max_model_len, EngineVersion v) {
   return v >= vllm_tokens_from_concurrency ? std::int64_t(concurrency * double(max_model_len)) : g.tokens(blocks);

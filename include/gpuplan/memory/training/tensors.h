@@ -91,7 +91,7 @@ inline std::vector<LayerTensors> layer_tensors(const ModelSpec& s, const Trainin
   const ModelSpec wide = w.sp ? doubled_split_widths(s) : ModelSpec{};
   const LayerActivationModel act_wide(wide, w, dt);  // (only evaluated under --sp)
   std::vector<LayerTensors> out(static_cast<std::size_t>(s.layers));
-  std::array<std::optional<LayerActivation>, 4> by_kind;  // the layer model sees a layer only through its kind
+  std::array<std::optional<LayerActivation>, max_layer_kinds> by_kind;  // the layer model sees a layer only through its kind
   for (std::int64_t l = 0; l < s.layers; ++l) {
     auto& kind = by_kind[static_cast<std::size_t>(layer_kind(s, l))];
     if (!kind) {

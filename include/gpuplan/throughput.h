@@ -78,15 +78,83 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 struct HostFloor {
   static constexpr double eager_op_seconds = 20e-6;
   static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 20;
+  // Qwen3-Next's Gated DeltaNet without flash-linear-attention (transformers 5.17 modeling_qwen3_next.py falls back
+  // to torch_chunk_gated_delta_rule and torch_recurrent_gated_delta_rule when fla is not installed, as on the
+  // measured stack): counted in the code, views included as the 56 above are. Beyond the attention's 29 (q/k/v/o,
+  // rotary, cache, SDPA), a layer's projections, its q/k/v/z/b/a split, the causal conv and the gated RMSNorm take
+  // ~60; the recurrent rule at decode ~55 (5 casts, 2 l2norms, one step of 22). The chunked rule at prefill: ~60 to
+  // pad, scale and decay, then a Python loop of 63 rows (chunk_size − 1) solving the chunk's triangular system, 10
+  // operators a row, and a loop over the ⌈p / 64⌉ chunks, 30 operators a chunk.
+  static constexpr double gdn_layer_ops = 60, gdn_recurrent_ops = 55, gdn_chunk_setup_ops = 60;
+  static constexpr double gdn_row_ops = 10, gdn_chunk_ops = 30, gdn_chunk = 64;
 };
-inline double host_forward_seconds(const ModelSpec& s, Profile engine) {
-  if (engine != Profile::pytorch) return 0;
+inline double gdn_chunks(double tokens) { return std::ceil(std::max(tokens, 1.0) / HostFloor::gdn_chunk); }
+inline bool torch_gated_deltanet(const ModelSpec& s, std::int64_t l) {
+  return s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
+}
+// Operators the host issues for one forward of `tokens` tokens per sequence (1 at decode).
+inline double host_forward_ops(const ModelSpec& s, double tokens) {
   double ops = 10;  // embedding, positions, the mask, the final norm, lm_head, the sampler's argmax
   for (std::int64_t l = 0; l < s.layers; ++l) {
     ops += HostFloor::layer_ops + HostFloor::norm_ops * (double(s.norms_per_layer - 2) + (s.qk_norm ? 2.0 : 0.0));
     if (s.is_moe_layer(l)) ops += HostFloor::moe_router_ops;
+    if (torch_gated_deltanet(s, l))
+      ops += HostFloor::gdn_layer_ops - 29 +
+             (tokens <= 1 ? HostFloor::gdn_recurrent_ops
+                          : HostFloor::gdn_chunk_setup_ops + (HostFloor::gdn_chunk - 1) * HostFloor::gdn_row_ops +
+                                gdn_chunks(tokens) * HostFloor::gdn_chunk_ops);
   }
-  return ops * HostFloor::eager_op_seconds;
+  return ops;
+}
+inline double host_forward_seconds(const ModelSpec& s, Profile engine, double tokens = 1) {
+  return engine == Profile::pytorch ? host_forward_ops(s, tokens) * HostFloor::eager_op_seconds : 0.0;
+}
+
+// What HF's eager forward moves through memory beside its GEMMs' operands, op by op (nothing is fused), read from
+// transformers 5.17; bytes of `act` bytes an element (bf16: 2).
+// - MoE experts (integrations/moe.py grouped_mm_experts_forward, the default experts implementation): each of the
+//   S = tokens × top-k (token, expert) pairs gets its own copy of the hidden state, sorted by expert; per pair the
+//   gather, the sentinel masked_fill_, the grouped GEMMs' input and output, the routing-weight product, the second
+//   masked_fill_, the unsort and the top-k sum move 13 hidden-wide rows, and the gate_up output, the activation and
+//   product and the down GEMM's input 8 intermediate-wide ones; experts with biases (gpt-oss) gather a bias row per
+//   pair and add it: 4 hidden-wide and 6 intermediate-wide more. Llama 4 (dense routing) repeats every token to
+//   every expert (Llama4TextMoe): 6 hidden-wide and 8 intermediate-wide rows for each of tokens × experts.
+// - Eager attention (attn_implementation="eager", gpt-oss's only one: _supports_sdpa = False) materializes the
+//   scores of every head, query and key in the activation dtype: QKᵀ written, scaled, masked, the sinks concatenated,
+//   the row max and its subtraction, the softmax, read again by P·V: 13 passes over them.
+// - Gated DeltaNet's chunked rule in fp32 (torch_chunk_gated_delta_rule): row i of the triangular solve clones the
+//   i × i block and multiplies and sums it, ~5·i² floats for each (sequence, value head, chunk), Σ over i < 64; each
+//   chunk's loop body ~1,330 KiB per (sequence, head) (q, k, v, the decay, the 128 × 128 state read and rewritten).
+struct EagerTraffic {
+  static constexpr double moe_hidden_rows = 13, moe_inter_rows = 8, bias_hidden_rows = 4, bias_inter_rows = 6;
+  static constexpr double dense_routing_hidden_rows = 6, dense_routing_inter_rows = 8;
+  static constexpr double score_passes = 13;
+  static constexpr double gdn_solve_floats = 5.0 * 63.0 * 64.0 * 127.0 / 6.0;  // Σ 5·i², i = 1..63
+  static constexpr double gdn_chunk_bytes = 1330.0 * 1024.0;
+  static constexpr double gdn_recurrent_state_passes = 10;  // decode: the state scaled, read twice, updated, read
+};
+inline double eager_forward_bytes(const ModelSpec& s, double batch, double tokens, double context, bool eager_attention,
+                                  double act) {
+  const double T = batch * tokens, h = double(s.hidden), I = double(s.moe.intermediate);
+  double bytes = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    if (s.is_moe_layer(l)) {
+      const double pairs = T * double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
+      double hr = s.moe.dense_routing ? EagerTraffic::dense_routing_hidden_rows : EagerTraffic::moe_hidden_rows;
+      double ir = s.moe.dense_routing ? EagerTraffic::dense_routing_inter_rows : EagerTraffic::moe_inter_rows;
+      if (s.mlp_bias) hr += EagerTraffic::bias_hidden_rows, ir += EagerTraffic::bias_inter_rows;
+      bytes += pairs * (hr * h + ir * I) * act;
+    }
+    if (torch_gated_deltanet(s, l)) {
+      const double heads = batch * double(s.linear.value_heads);
+      bytes += tokens <= 1 ? heads * double(s.linear.key_head_dim * s.linear.value_head_dim) * 4.0 *
+                                 EagerTraffic::gdn_recurrent_state_passes
+                           : heads * gdn_chunks(tokens) * (EagerTraffic::gdn_solve_floats * 4.0 + EagerTraffic::gdn_chunk_bytes);
+    } else if (eager_attention && !s.is_linear_layer(l)) {
+      bytes += batch * double(s.heads) * tokens * context * act * EagerTraffic::score_passes;
+    }
+  }
+  return bytes;
 }
 
 // The CPU's side of a llama.cpp forward whose weights are partly in host memory (memory/llama_cpp.h placement).
@@ -122,6 +190,7 @@ struct ServingEngine {
   bool flash_attn = true;                // llama.cpp -fa
   std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
   HostOffload offload;                   // llama.cpp: weights left in host memory
+  bool eager_attention = false;          // HF: attn_implementation="eager" (the scores materialized)
   ServingEngine(Profile p = Profile::none) : profile(p) {}  // NOLINT: a profile alone names an engine
 };
 
@@ -331,10 +400,16 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   const double b = double(batch), p = double(prompt), rate = double(tp) * *peak * e.compute;
   const double bandwidth = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
   const double host = host_forward_seconds(s, engine.profile);
+  // HF eager: its unfused ops' traffic beside the GEMMs (eager_forward_bytes), in the activation dtype.
+  const bool eager = engine.profile == Profile::pytorch;
+  const double act = f == WeightFormat::fp32 ? 4.0 : 2.0;
   const EngineStep cost = engine_step(s, d, f, engine, tp);
   const ReadShares shares = read_shares(s, f);
   const double prefill_flops = b * (w.n2 * p + 2.0 * w.layers * p * p * w.qdim);
   double prefill = std::max(prefill_flops / rate, host);
+  if (eager)
+    prefill = std::max(prefill_flops / rate + eager_forward_bytes(s, b, p, p, engine.eager_attention, act) / bandwidth,
+                       host_forward_seconds(s, engine.profile, p));
   if (engine.profile == Profile::vllm || engine.profile == Profile::sglang)
     prefill = cost.host + cost.prompt_kernels + cost.collectives +
               std::max(prefill_flops / rate, weight_bytes_read(s, shares, weight_bytes, b * p) / bandwidth);
@@ -346,7 +421,8 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   t.decode_weight_bytes = weight_bytes_read(s, shares, weight_bytes, b);
   const HostOffload& offload = engine.offload;
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
-  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e);
+  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
+                          (eager ? eager_forward_bytes(s, b, 1, context, engine.eager_attention, act) / bandwidth : 0.0);
   const double flop_time = b * (w.n2 + 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;

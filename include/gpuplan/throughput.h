@@ -125,6 +125,23 @@ inline double host_forward_seconds(const ModelSpec& s, Profile engine, double to
 // - Gated DeltaNet's chunked rule in fp32 (torch_chunk_gated_delta_rule): row i of the triangular solve clones the
 //   i × i block and multiplies and sums it, ~5·i² floats for each (sequence, value head, chunk), Σ over i < 64; each
 //   chunk's loop body ~1,330 KiB per (sequence, head) (q, k, v, the decay, the 128 × 128 state read and rewritten).
+// HF generate's decode loop swaps grouped_mm for batched_mm (generation/utils.py _optimize_model_for_decode, since
+// transformers PR #43126, 2026-01: "much more performant on smaller inputs"), whose experts forward indexes
+// gate_up_proj[expert_ids] and down_proj[expert_ids]: every (token, expert) pair copies its expert's weights, which
+// torch.bmm then reads again. A decode step moves each pair's expert 3 times (read, copy written, read by the bmm)
+// instead of reading each touched expert once: at batch 16 Phi-3.5-MoE's 2 of 16 experts cost 32 copies a layer.
+// 16-bit and fp32 experts only (quantized ones run their own kernels); Llama 4's experts are not dispatched through
+// it (Llama4TextExperts: one bmm over every expert).
+inline bool batched_mm_decode(const ModelSpec& s, WeightFormat f) {
+  return s.moe.experts > 0 && !s.moe.dense_routing &&
+         (f == WeightFormat::bf16 || f == WeightFormat::fp16 || f == WeightFormat::fp32);
+}
+inline double batched_mm_decode_bytes(const ModelSpec& s, const ReadShares& r, double weight_bytes, double batch) {
+  static constexpr double passes = 3;
+  return weight_bytes_read(s, r, weight_bytes, 0) +
+         passes * batch * double(s.moe.experts_per_token) * weight_bytes * r.routed / double(s.moe.experts);
+}
+
 struct EagerTraffic {
   static constexpr double moe_hidden_rows = 13, moe_inter_rows = 8, bias_hidden_rows = 4, bias_inter_rows = 6;
   static constexpr double dense_routing_hidden_rows = 6, dense_routing_inter_rows = 8;
@@ -418,7 +435,8 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
                                        weight_bytes_read(s, shares, weight_bytes, 1.0), bandwidth, cost);
   t.prefill = Seconds(prefill);
   t.prefill_tokens_per_s = b * p / t.prefill.in(unit::seconds);
-  t.decode_weight_bytes = weight_bytes_read(s, shares, weight_bytes, b);
+  t.decode_weight_bytes = eager && batched_mm_decode(s, f) ? batched_mm_decode_bytes(s, shares, weight_bytes, b)
+                                                            : weight_bytes_read(s, shares, weight_bytes, b);
   const HostOffload& offload = engine.offload;
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
   const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +

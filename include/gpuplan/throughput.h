@@ -310,6 +310,32 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
   return c;
 }
 
+// A tensor-core GEMM computes whole tiles: a decode batch smaller than a tile's rows costs the tile's FLOPs. The
+// serving engines' 16-bit and FP8 GEMMs on Hopper run wgmma, whose smallest instruction is 64 rows (cuBLAS and
+// CUTLASS keep 64-row tiles for a batch of 1); their fused-MoE kernels (vLLM and SGLang fused_moe.py
+// get_default_config) block each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each
+// 16-bit weight byte it reads: hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on
+// the H20 (148 TFLOP/s for 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of
+// 2·N·64 FLOPs at ~0.6 of the peak, 1.35 TB/s of weights (the Qwen3 speed page's SGLang rows).
+struct GemmTile {
+  static constexpr double rows = 64, moe_rows = 16;
+  // Share of the peak such a 64-row GEMM reaches: 0.7, fitted on the fit half's H20 bf16 rows (0.65–0.75 within a
+  // point of each other), between prefill's 0.5 and the ~0.8 of 8192³ GEMMs.
+  static constexpr double efficiency = 0.7;
+};
+inline bool tiled_decode(Profile engine, WeightFormat f) {
+  return (engine == Profile::vllm || engine == Profile::sglang) && (f == WeightFormat::bf16 || f == WeightFormat::fp16);
+}
+// The weights' FLOPs of one decode step of `batch` tokens (n2 = 2·N per token), tiles counted whole.
+inline double tiled_decode_flops(const ModelSpec& s, double n2, double batch) {
+  if (s.moe.experts <= 0 || s.moe.dense_routing) return std::max(batch, GemmTile::rows) * n2;
+  const double per_expert = 2.0 * 3.0 * double(s.hidden) * double(s.moe.intermediate);  // gate, up, down
+  const double layers = double(s.moe_layer_count()), k = double(s.moe.experts_per_token);
+  const double touched = experts_touched(s.moe, batch);
+  return std::max(batch, GemmTile::rows) * (n2 - layers * k * per_expert) +
+         layers * touched * std::max(batch * k / touched, GemmTile::moe_rows) * per_expert;
+}
+
 struct Throughput {
   Seconds prefill{0};            // the whole batch's prompts (time to first token)
   Seconds decode_step{0};        // one token for every sequence
@@ -441,7 +467,10 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
   const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
                           (eager ? eager_forward_bytes(s, b, 1, context, engine.eager_attention, act) / bandwidth : 0.0);
-  const double flop_time = b * (w.n2 + 4.0 * w.layers * context * w.qdim) / rate;
+  // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
+  const double gemm_flops = tiled_decode(engine.profile, f) ? tiled_decode_flops(s, w.n2, b) * e.compute / GemmTile::efficiency
+                                                            : b * w.n2;
+  const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;
   t.decode_host_bound = host > std::max(mem_time, flop_time);

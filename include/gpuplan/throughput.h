@@ -85,6 +85,11 @@ struct HostFloor {
   // ~60; the recurrent rule at decode ~55 (5 casts, 2 l2norms, one step of 22); the chunked rule at prefill ~60 to
   // pad, scale and decay, then two Python loops of bare tensor ops (GatedDeltaNetLoops below), which issue faster
   // than their kernels run and are counted on the GPU's side.
+  // Routers beyond a top-k softmax (the 20 above): DeepSeek-V3's and GLM-4.5's group-limited one
+  // (DeepseekV3/Glm4MoeMoE.route_tokens_to_experts: sigmoid, the correction bias, the per-group top-2 sums, the group
+  // top-k, its mask scattered and expanded, the masked top-k, the gather, the normalization and the scaling: 23
+  // operators beyond the 4 of a softmax top-k), and shared experts (a gated MLP and its add: 6).
+  static constexpr double grouped_router_ops = 19, shared_expert_ops = 6;
   static constexpr double attention_ops = 29;
   static constexpr double gdn_layer_ops = 60, gdn_recurrent_ops = 55, gdn_chunk_setup_ops = 60;
 };
@@ -111,7 +116,9 @@ inline double host_forward_ops(const ModelSpec& s, double tokens) {
   double ops = 10;  // embedding, positions, the mask, the final norm, lm_head, the sampler's argmax
   for (std::int64_t l = 0; l < s.layers; ++l) {
     ops += HostFloor::layer_ops + HostFloor::norm_ops * (double(s.norms_per_layer - 2) + (s.qk_norm ? 2.0 : 0.0));
-    if (s.is_moe_layer(l)) ops += HostFloor::moe_router_ops;
+    if (s.is_moe_layer(l))
+      ops += HostFloor::moe_router_ops + (s.moe.router_bias ? HostFloor::grouped_router_ops : 0.0) +
+             (s.moe.shared_experts > 0 ? HostFloor::shared_expert_ops : 0.0);
     if (torch_gated_deltanet(s, l))
       ops += HostFloor::gdn_layer_ops - HostFloor::attention_ops +
              (tokens <= 1 ? HostFloor::gdn_recurrent_ops : HostFloor::gdn_chunk_setup_ops);

@@ -129,7 +129,6 @@ inline double host_forward_seconds(const ModelSpec& s, Profile engine, double to
   return engine == Profile::pytorch ? host_forward_ops(s, tokens) * HostFloor::eager_op_seconds : 0.0;
 }
 
-
 // The CPU's side of a llama.cpp forward whose weights are partly in host memory (memory/llama_cpp.h placement).
 // The CPU runs the ops of those weights for a ubatch under op_offload_min_batch tokens, reading them from host
 // memory (a token reads the routed experts it is sent to); the GPU and the CPU take turns, so the times add. For
@@ -227,7 +226,8 @@ inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const E
       using G = GatedDeltaNetLoops;
       const double heads = x.batch * double(s.linear.value_heads), chunks = gdn_chunks(x.tokens);
       if (x.tokens <= 1) {
-        bytes += heads * double(s.linear.key_head_dim * s.linear.value_head_dim) * 4.0 * G::recurrent_state_passes;
+        bytes += heads * double(s.linear.key_head_dim * s.linear.value_head_dim) * 4.0 *
+                 G::recurrent_state_passes;
         continue;
       }
       bytes += heads * chunks * (G::solve_floats * 4.0 + G::chunk_bytes);
@@ -262,8 +262,8 @@ inline double batched_mm_decode_bytes(const ModelSpec& s, const ReadShares& r, d
 // scores, zero for all but the top-k: its GEMMs do all experts' FLOPs, not the k a token is routed to (2·N counts).
 inline double dense_routing_extra_n2(const ModelSpec& s) {
   if (!s.moe.dense_routing) return 0;
-  return 2.0 * double(s.moe_layer_count()) * double(s.moe.experts - s.moe.experts_per_token) * 3.0 * double(s.hidden) *
-         double(s.moe.intermediate);
+  return 2.0 * double(s.moe_layer_count()) * double(s.moe.experts - s.moe.experts_per_token) * 3.0 *
+         double(s.hidden) * double(s.moe.intermediate);
 }
 
 // llama.cpp's CUDA back end by build, as far as its speed goes (ggml-org/ggml mirrors ggml-cuda.cu with the
@@ -346,12 +346,13 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
 }
 
 // A tensor-core GEMM computes whole tiles: a decode batch smaller than a tile's rows costs the tile's FLOPs. The
-// serving engines' 16-bit and FP8 GEMMs on Hopper run wgmma, whose smallest instruction is 64 rows (cuBLAS and
-// CUTLASS keep 64-row tiles for a batch of 1); their fused-MoE kernels (vLLM and SGLang fused_moe.py
-// get_default_config) block each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each
-// 16-bit weight byte it reads: hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on
-// the H20 (148 TFLOP/s for 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of
-// 2·N·64 FLOPs at ~0.6 of the peak, 1.35 TB/s of weights (the Qwen3 speed page's SGLang rows).
+// serving engines' 16-bit GEMMs on Hopper run wgmma, whose smallest instruction is 64 rows (cuBLAS and CUTLASS keep
+// 64-row tiles for a batch of 1); their fused-MoE kernels (vLLM and SGLang fused_moe.py get_default_config) block
+// each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each 16-bit weight byte it reads:
+// hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on the H20 (148 TFLOP/s for
+// 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of 2·N·64 FLOPs, 1.35 TB/s of weights
+// (the Qwen3 speed page's SGLang rows). Not FP8: Qwen3's block-FP8 checkpoints run Triton kernels of 16-row blocks
+// (SGLang w8a8_block_fp8_matmul), whose H20 rows are read-bound.
 struct GemmTile {
   static constexpr double rows = 64, moe_rows = 16;
   // Share of the peak such a 64-row GEMM reaches: 0.7, fitted on the fit half's H20 bf16 rows (0.65–0.75 within a
@@ -359,7 +360,8 @@ struct GemmTile {
   static constexpr double efficiency = 0.7;
 };
 inline bool tiled_decode(Profile engine, WeightFormat f) {
-  return (engine == Profile::vllm || engine == Profile::sglang) && (f == WeightFormat::bf16 || f == WeightFormat::fp16);
+  return (engine == Profile::vllm || engine == Profile::sglang) &&
+         (f == WeightFormat::bf16 || f == WeightFormat::fp16);
 }
 // The weights' FLOPs of one decode step of `batch` tokens (n2 = 2·N per token), tiles counted whole.
 inline double tiled_decode_flops(const ModelSpec& s, double n2, double batch) {
@@ -485,9 +487,9 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   const EngineStep cost = engine_step(s, d, f, engine, tp);
   const ReadShares shares = read_shares(s, f);
   const double prefill_flops = b * (w.n2 * p + 2.0 * w.layers * p * p * w.qdim);
-  double prefill = std::max(prefill_flops / rate, host);
+  double prefill = prefill_flops / rate;
   if (eager)
-    prefill = std::max(prefill_flops / rate + eager_forward_seconds(s, d, {b, p, p, engine.eager_attention, act}, bandwidth, e),
+    prefill = std::max(prefill + eager_forward_seconds(s, d, {b, p, p, engine.eager_attention, act}, bandwidth, e),
                        host_forward_seconds(s, engine.profile, p));
   if (engine.profile == Profile::vllm || engine.profile == Profile::sglang)
     prefill = cost.host + cost.prompt_kernels + cost.collectives +
@@ -501,11 +503,13 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
                                                             : weight_bytes_read(s, shares, weight_bytes, b);
   const HostOffload& offload = engine.offload;
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
-  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
-                          (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act}, bandwidth, e) : 0.0);
+  const double mem_time =
+      decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
+      (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act}, bandwidth, e) : 0.0);
   // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
-  const double gemm_flops = tiled_decode(engine.profile, f) ? tiled_decode_flops(s, w.n2, b) * e.compute / GemmTile::efficiency
-                                                            : b * w.n2;
+  const double gemm_flops = tiled_decode(engine.profile, f)
+                                ? tiled_decode_flops(s, w.n2, b) * e.compute / GemmTile::efficiency
+                                : b * w.n2;
   const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;

@@ -295,6 +295,7 @@ nlohmann::json infer_report(const InferOptions& o) {
     engine.version = w.llama_cpp.version;
     engine.flash_attn = w.llama_cpp.flash_attn;
     engine.ubatch = w.llama_cpp.n_ubatch;
+    engine.eager_attention = w.hf.attention == Attention::eager;
     const ServingDetails& sv = est.serving;
     if (sv.host_dense_weights && sv.host_expert_weights) {
       engine.offload.dense_bytes = sv.host_dense_weights->in(unit::bytes);

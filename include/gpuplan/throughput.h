@@ -78,15 +78,55 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 struct HostFloor {
   static constexpr double eager_op_seconds = 20e-6;
   static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 20;
+  // Qwen3-Next's Gated DeltaNet without flash-linear-attention (transformers 5.17 modeling_qwen3_next.py falls back
+  // to torch_chunk_gated_delta_rule and torch_recurrent_gated_delta_rule when fla is not installed, as on the
+  // measured stack): counted in the code, views included as the 56 above are. Beyond the attention's 29 (q/k/v/o,
+  // rotary, cache, SDPA), a layer's projections, its q/k/v/z/b/a split, the causal conv and the gated RMSNorm take
+  // ~60; the recurrent rule at decode ~55 (5 casts, 2 l2norms, one step of 22); the chunked rule at prefill ~60 to
+  // pad, scale and decay, then two Python loops of bare tensor ops (GatedDeltaNetLoops below), which issue faster
+  // than their kernels run and are counted on the GPU's side.
+  // Routers beyond a top-k softmax (the 20 above): DeepSeek-V3's and GLM-4.5's group-limited one
+  // (DeepseekV3/Glm4MoeMoE.route_tokens_to_experts: sigmoid, the correction bias, the per-group top-2 sums, the group
+  // top-k, its mask scattered and expanded, the masked top-k, the gather, the normalization and the scaling: 23
+  // operators beyond the 4 of a softmax top-k), and shared experts (a gated MLP and its add: 6).
+  static constexpr double grouped_router_ops = 19, shared_expert_ops = 6;
+  static constexpr double attention_ops = 29;
+  static constexpr double gdn_layer_ops = 60, gdn_recurrent_ops = 55, gdn_chunk_setup_ops = 60;
 };
-inline double host_forward_seconds(const ModelSpec& s, Profile engine) {
-  if (engine != Profile::pytorch) return 0;
+// The chunked rule's loops: 63 rows (chunk_size − 1) of the chunk's triangular solve, 6 kernels a row (two clones,
+// the product, the sum, the add, the row's copy back), then the ⌈p / 64⌉ chunks in order (the state carries from one
+// to the next), 17 kernels a chunk (5 fp32 bmm, 12 elementwise). Each kernel is small and pays KernelFloor's launch
+// cost; their bytes: row i clones the i × i block and multiplies and sums it, ~5·i² floats for each (sequence,
+// value head, chunk), Σ over i < 64; a chunk's body ~1,330 KiB per (sequence, head) (q, k, v, the decay, the
+// 128 × 128 state read and rewritten); their fp32 matmuls (no TF32 by default) 11 MFLOP per (sequence, head, chunk):
+// k_β·kᵀ, the solve's two products with v_β and k_β·e^g, then q·kᵀ, two products with the state, attn·v and kᵀ·v.
+struct GatedDeltaNetLoops {
+  static constexpr double chunk = 64, row_kernels = 6, chunk_kernels = 17;
+  static constexpr double solve_floats = 5.0 * 63.0 * 64.0 * 127.0 / 6.0;  // Σ 5·i², i = 1..63
+  static constexpr double chunk_bytes = 1330.0 * 1024.0;
+  static constexpr double fp32_flops = 11e6;
+  static constexpr double recurrent_state_passes = 10;  // decode: the state scaled, read twice, updated, read
+};
+inline double gdn_chunks(double tokens) { return std::ceil(std::max(tokens, 1.0) / GatedDeltaNetLoops::chunk); }
+inline bool torch_gated_deltanet(const ModelSpec& s, std::int64_t l) {
+  return s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
+}
+// Operators the host issues for one forward of `tokens` tokens per sequence (1 at decode).
+inline double host_forward_ops(const ModelSpec& s, double tokens) {
   double ops = 10;  // embedding, positions, the mask, the final norm, lm_head, the sampler's argmax
   for (std::int64_t l = 0; l < s.layers; ++l) {
     ops += HostFloor::layer_ops + HostFloor::norm_ops * (double(s.norms_per_layer - 2) + (s.qk_norm ? 2.0 : 0.0));
-    if (s.is_moe_layer(l)) ops += HostFloor::moe_router_ops;
+    if (s.is_moe_layer(l))
+      ops += HostFloor::moe_router_ops + (s.moe.router_bias ? HostFloor::grouped_router_ops : 0.0) +
+             (s.moe.shared_experts > 0 ? HostFloor::shared_expert_ops : 0.0);
+    if (torch_gated_deltanet(s, l))
+      ops += HostFloor::gdn_layer_ops - HostFloor::attention_ops +
+             (tokens <= 1 ? HostFloor::gdn_recurrent_ops : HostFloor::gdn_chunk_setup_ops);
   }
-  return ops * HostFloor::eager_op_seconds;
+  return ops;
+}
+inline double host_forward_seconds(const ModelSpec& s, Profile engine, double tokens = 1) {
+  return engine == Profile::pytorch ? host_forward_ops(s, tokens) * HostFloor::eager_op_seconds : 0.0;
 }
 
 // The CPU's side of a llama.cpp forward whose weights are partly in host memory (memory/llama_cpp.h placement).
@@ -122,6 +162,7 @@ struct ServingEngine {
   bool flash_attn = true;                // llama.cpp -fa
   std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
   HostOffload offload;                   // llama.cpp: weights left in host memory
+  bool eager_attention = false;          // HF: attn_implementation="eager" (the scores materialized)
   ServingEngine(Profile p = Profile::none) : profile(p) {}  // NOLINT: a profile alone names an engine
 };
 
@@ -143,6 +184,86 @@ struct KernelFloor {
 };
 inline double kernel_seconds(const Device& d, double cycles) {
   return cycles / d.boost_clock_hz.value_or(KernelFloor::default_clock_hz);
+}
+
+// What HF's eager forward costs the GPU beside its GEMMs, op by op (nothing is fused), read from transformers 5.17;
+// elements of `act` bytes (bf16: 2).
+// - MoE experts (integrations/moe.py grouped_mm_experts_forward, the default experts implementation): each of the
+//   S = tokens × top-k (token, expert) pairs gets its own copy of the hidden state, sorted by expert; per pair the
+//   gather, the sentinel masked_fill_, the grouped GEMMs' input and output, the routing-weight product, the second
+//   masked_fill_, the unsort and the top-k sum move 13 hidden-wide rows, and the gate_up output, the activation and
+//   product and the down GEMM's input 8 intermediate-wide ones; experts with biases (gpt-oss) gather a bias row per
+//   pair and add it: 4 hidden-wide and 6 intermediate-wide more. Llama 4 (dense routing) repeats every token to
+//   every expert (Llama4TextMoe): 6 hidden-wide and 8 intermediate-wide rows for each of tokens × experts.
+// - Eager attention (attn_implementation="eager", gpt-oss's only one: _supports_sdpa = False) materializes the
+//   scores of every head, query and key in the activation dtype: QKᵀ written, scaled, masked, the sinks concatenated,
+//   the row max and its subtraction, the softmax, read again by P·V: 13 passes over them.
+// - Gated DeltaNet's torch rule (GatedDeltaNetLoops): its loops' kernels, bytes and fp32 FLOPs.
+struct EagerTraffic {
+  static constexpr double moe_hidden_rows = 13, moe_inter_rows = 8, bias_hidden_rows = 4, bias_inter_rows = 6;
+  static constexpr double dense_routing_hidden_rows = 6, dense_routing_inter_rows = 8;
+  static constexpr double score_passes = 13;
+};
+struct EagerForward {
+  double batch = 1, tokens = 1, context = 1;  // sequences, tokens each in this forward, keys each attends
+  bool eager_attention = false;
+  double act = 2;  // bytes an activation element
+};
+inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const EagerForward& x, double bandwidth,
+                                    Efficiency e) {
+  const double T = x.batch * x.tokens, h = double(s.hidden), I = double(s.moe.intermediate);
+  const double fp32 = d.peak.fp32.value_or(0) * e.compute;
+  double bytes = 0, seconds = 0;
+  for (std::int64_t l = 0; l < s.layers; ++l) {
+    if (s.is_moe_layer(l)) {
+      const double pairs = T * double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
+      double hr = s.moe.dense_routing ? EagerTraffic::dense_routing_hidden_rows : EagerTraffic::moe_hidden_rows;
+      double ir = s.moe.dense_routing ? EagerTraffic::dense_routing_inter_rows : EagerTraffic::moe_inter_rows;
+      if (s.mlp_bias) hr += EagerTraffic::bias_hidden_rows, ir += EagerTraffic::bias_inter_rows;
+      bytes += pairs * (hr * h + ir * I) * x.act;
+    }
+    if (torch_gated_deltanet(s, l)) {
+      using G = GatedDeltaNetLoops;
+      const double heads = x.batch * double(s.linear.value_heads), chunks = gdn_chunks(x.tokens);
+      if (x.tokens <= 1) {
+        bytes += heads * double(s.linear.key_head_dim * s.linear.value_head_dim) * 4.0 *
+                 G::recurrent_state_passes;
+        continue;
+      }
+      bytes += heads * chunks * (G::solve_floats * 4.0 + G::chunk_bytes);
+      seconds += ((G::chunk - 1) * G::row_kernels + chunks * G::chunk_kernels) *
+                 kernel_seconds(d, KernelFloor::launched_cycles);
+      if (fp32 > 0) seconds += heads * chunks * G::fp32_flops / fp32;
+    } else if (x.eager_attention && !s.is_linear_layer(l)) {
+      bytes += x.batch * double(s.heads) * x.tokens * x.context * x.act * EagerTraffic::score_passes;
+    }
+  }
+  return seconds + bytes / bandwidth;
+}
+
+// HF generate's decode loop swaps grouped_mm for batched_mm (generation/utils.py _optimize_model_for_decode, since
+// transformers PR #43126, 2026-01: "much more performant on smaller inputs"), whose experts forward indexes
+// gate_up_proj[expert_ids] and down_proj[expert_ids]: every (token, expert) pair copies its expert's weights, which
+// torch.bmm then reads again. A decode step moves each pair's expert 3 times (read, copy written, read by the bmm)
+// instead of reading each touched expert once: at batch 16 Phi-3.5-MoE's 2 of 16 experts cost 32 copies a layer.
+// 16-bit and fp32 experts only (quantized ones run their own kernels); Llama 4's experts are not dispatched through
+// it (Llama4TextExperts: one bmm over every expert).
+inline bool batched_mm_decode(const ModelSpec& s, WeightFormat f) {
+  return s.moe.experts > 0 && !s.moe.dense_routing &&
+         (f == WeightFormat::bf16 || f == WeightFormat::fp16 || f == WeightFormat::fp32);
+}
+inline double batched_mm_decode_bytes(const ModelSpec& s, const ReadShares& r, double weight_bytes, double batch) {
+  static constexpr double passes = 3;
+  return weight_bytes_read(s, r, weight_bytes, 0) +
+         passes * batch * double(s.moe.experts_per_token) * weight_bytes * r.routed / double(s.moe.experts);
+}
+
+// HF Llama 4 (Llama4TextMoe) runs every token through every routed expert and scales the outputs by the router's
+// scores, zero for all but the top-k: its GEMMs do all experts' FLOPs, not the k a token is routed to (2·N counts).
+inline double dense_routing_extra_n2(const ModelSpec& s) {
+  if (!s.moe.dense_routing) return 0;
+  return 2.0 * double(s.moe_layer_count()) * double(s.moe.experts - s.moe.experts_per_token) * 3.0 *
+         double(s.hidden) * double(s.moe.intermediate);
 }
 
 // llama.cpp's CUDA back end by build, as far as its speed goes (ggml-org/ggml mirrors ggml-cuda.cu with the
@@ -222,6 +343,34 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
     c.prompt_kernels = kernels * kernel_seconds(d, KernelFloor::launched_cycles);
   }
   return c;
+}
+
+// A tensor-core GEMM computes whole tiles: a decode batch smaller than a tile's rows costs the tile's FLOPs. The
+// serving engines' 16-bit GEMMs on Hopper run wgmma, whose smallest instruction is 64 rows (cuBLAS and CUTLASS keep
+// 64-row tiles for a batch of 1); their fused-MoE kernels (vLLM and SGLang fused_moe.py get_default_config) block
+// each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each 16-bit weight byte it reads:
+// hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on the H20 (148 TFLOP/s for
+// 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of 2·N·64 FLOPs, 1.35 TB/s of weights
+// (the Qwen3 speed page's SGLang rows). Not FP8: Qwen3's block-FP8 checkpoints run Triton kernels of 16-row blocks
+// (SGLang w8a8_block_fp8_matmul), whose H20 rows are read-bound.
+struct GemmTile {
+  static constexpr double rows = 64, moe_rows = 16;
+  // Share of the peak such a 64-row GEMM reaches: 0.7, fitted on the fit half's H20 bf16 rows (0.65–0.75 within a
+  // point of each other), between prefill's 0.5 and the ~0.8 of 8192³ GEMMs.
+  static constexpr double efficiency = 0.7;
+};
+inline bool tiled_decode(Profile engine, WeightFormat f) {
+  return (engine == Profile::vllm || engine == Profile::sglang) &&
+         (f == WeightFormat::bf16 || f == WeightFormat::fp16);
+}
+// The weights' FLOPs of one decode step of `batch` tokens (n2 = 2·N per token), tiles counted whole.
+inline double tiled_decode_flops(const ModelSpec& s, double n2, double batch) {
+  if (s.moe.experts <= 0 || s.moe.dense_routing) return std::max(batch, GemmTile::rows) * n2;
+  const double per_expert = 2.0 * 3.0 * double(s.hidden) * double(s.moe.intermediate);  // gate, up, down
+  const double layers = double(s.moe_layer_count()), k = double(s.moe.experts_per_token);
+  const double touched = experts_touched(s.moe, batch);
+  return std::max(batch, GemmTile::rows) * (n2 - layers * k * per_expert) +
+         layers * touched * std::max(batch * k / touched, GemmTile::moe_rows) * per_expert;
 }
 
 struct Throughput {
@@ -325,16 +474,23 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   t.efficiency = e;
   const TrainingFlops per = training_flops(s, Tokens(1), 1, Recompute::none);
   ForwardShape w;
-  w.n2 = 2.0 * double(per.matmul_params.in(unit::params));
+  w.n2 = 2.0 * double(per.matmul_params.in(unit::params)) +
+         (engine.profile == Profile::pytorch ? dense_routing_extra_n2(s) : 0.0);
   w.qdim = double(s.heads) * double(s.head_dim);
   w.layers = double(s.layers);
   const double b = double(batch), p = double(prompt), rate = double(tp) * *peak * e.compute;
   const double bandwidth = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
   const double host = host_forward_seconds(s, engine.profile);
+  // HF eager: its unfused ops beside the GEMMs (eager_forward_seconds), in the activation dtype.
+  const bool eager = engine.profile == Profile::pytorch;
+  const double act = f == WeightFormat::fp32 ? 4.0 : 2.0;
   const EngineStep cost = engine_step(s, d, f, engine, tp);
   const ReadShares shares = read_shares(s, f);
   const double prefill_flops = b * (w.n2 * p + 2.0 * w.layers * p * p * w.qdim);
-  double prefill = std::max(prefill_flops / rate, host);
+  double prefill = prefill_flops / rate;
+  if (eager)
+    prefill = std::max(prefill + eager_forward_seconds(s, d, {b, p, p, engine.eager_attention, act}, bandwidth, e),
+                       host_forward_seconds(s, engine.profile, p));
   if (engine.profile == Profile::vllm || engine.profile == Profile::sglang)
     prefill = cost.host + cost.prompt_kernels + cost.collectives +
               std::max(prefill_flops / rate, weight_bytes_read(s, shares, weight_bytes, b * p) / bandwidth);
@@ -343,11 +499,18 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
                                        weight_bytes_read(s, shares, weight_bytes, 1.0), bandwidth, cost);
   t.prefill = Seconds(prefill);
   t.prefill_tokens_per_s = b * p / t.prefill.in(unit::seconds);
-  t.decode_weight_bytes = weight_bytes_read(s, shares, weight_bytes, b);
+  t.decode_weight_bytes = eager && batched_mm_decode(s, f) ? batched_mm_decode_bytes(s, shares, weight_bytes, b)
+                                                            : weight_bytes_read(s, shares, weight_bytes, b);
   const HostOffload& offload = engine.offload;
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
-  const double mem_time = decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e);
-  const double flop_time = b * (w.n2 + 4.0 * w.layers * context * w.qdim) / rate;
+  const double mem_time =
+      decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
+      (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act}, bandwidth, e) : 0.0);
+  // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
+  const double gemm_flops = tiled_decode(engine.profile, f)
+                                ? tiled_decode_flops(s, w.n2, b) * e.compute / GemmTile::efficiency
+                                : b * w.n2;
+  const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;
   t.decode_host_bound = host > std::max(mem_time, flop_time);

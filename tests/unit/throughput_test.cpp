@@ -122,3 +122,50 @@ TEST_CASE("serving_throughput: tensor parallelism pays two all-reduces a layer",
   const auto two = serving_throughput(m, a100, WeightFormat::bf16, wbytes / 2, 0, 1, 1, 1, 2, e, Profile::vllm);
   CHECK(two.decode_overhead.in(unit::seconds) == Approx(32 * 11 * 11'000 / 1.41e9 + 1.4e-3 + 64 * 30e-6));
 }
+
+TEST_CASE("serving_throughput: HF decode of an MoE copies each pair's expert (batched_mm)", "[throughput][moe]") {
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  const ModelSpec& m = find_preset("phi-3.5-moe").spec;  // 32 layers, 16 experts of 4096 × 6400, top-2
+  const WeightBytes w = weight_bytes(m, WeightFormat::bf16);
+  const double total = w.total().in(unit::bytes), experts = w.routed_experts.in(unit::bytes);
+  const double expert = 3.0 * 4096 * 6400 * 2;  // one expert's gate, up and down in bf16
+  CHECK(experts == Approx(32 * 16 * expert));
+  Efficiency e;
+  // Batch 16: 32 (token, expert) pairs a layer, each expert read, copied and read again by the bmm: 3 × 32 × 32
+  // layers × 157 MB = 483 GB, against the 80.5 GB of experts that vLLM would read once.
+  const auto hf = serving_throughput(m, h100, WeightFormat::bf16, total, 0, 16, 16, 1, 1, e, Profile::pytorch);
+  const double rest = total - experts - (m.tied_embeddings ? 0.0 : w.embedding.in(unit::bytes));
+  CHECK(hf.decode_weight_bytes == Approx(rest + 3.0 * 16 * 2 * 32 * expert));
+  const auto vllm = serving_throughput(m, h100, WeightFormat::bf16, total, 0, 16, 16, 1, 1, e, Profile::vllm);
+  CHECK(vllm.decode_weight_bytes == Approx(rest + experts * (1.0 - std::pow(14.0 / 16.0, 16))));
+}
+
+TEST_CASE("serving_throughput: a decode GEMM computes whole 64-row tiles", "[throughput]") {
+  // The H20's 148 TFLOP/s against 4.0 TB/s: Qwen3-32B in bf16 at batch 1 costs 64 × 2·N FLOPs at 0.7 of the peak
+  // (above the 65.5 GB read at 0.9 × 4.0 TB/s); on an H100 the same tile hides under the read.
+  const Device& h20 = builtin_catalog().get("h20");
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  const ModelSpec& m = find_preset("qwen3-32b").spec;
+  const double wbytes = weight_bytes(m, WeightFormat::bf16).total().in(unit::bytes);
+  const double n2 = 2.0 * double(training_flops(m, Tokens(1), 1, Recompute::none).matmul_params.in(unit::params));
+  CHECK(tiled_decode_flops(m, n2, 1) == Approx(64 * n2));
+  CHECK(tiled_decode_flops(m, n2, 100) == Approx(100 * n2));
+  Efficiency e;
+  const auto slow = serving_throughput(m, h20, WeightFormat::bf16, wbytes, 0, 1, 1, 1, 1, e, Profile::sglang);
+  CHECK(slow.decode_compute_bound);
+  CHECK(slow.decode_step.in(unit::seconds) ==
+        Approx(64 * n2 / (148e12 * 0.7) + slow.decode_overhead.in(unit::seconds)).epsilon(1e-3));
+  const auto fast = serving_throughput(m, h100, WeightFormat::bf16, wbytes, 0, 1, 1, 1, 1, e, Profile::sglang);
+  CHECK_FALSE(fast.decode_compute_bound);
+}
+
+TEST_CASE("host_forward_ops: Gated DeltaNet layers and group-limited routers in eager generate", "[throughput]") {
+  const ModelSpec& next = find_preset("qwen3-next-80b-a3b").spec;  // 48 layers, 36 Gated DeltaNet, all MoE
+  // Each layer 56 + 2 q/k norms × 8, MoE routing 20 and a shared expert 6; a Gated DeltaNet layer trades the
+  // attention's 29 for its own 60 and, at decode, the recurrent rule's 55 (the prefill's chunk loops are the GPU's).
+  const double base = 10 + 48 * (56 + 16 + 20 + 6);
+  CHECK(host_forward_ops(next, 1) == Approx(base + 36 * (60 - 29 + 55)));
+  CHECK(host_forward_ops(next, 4096) == Approx(base + 36 * (60 - 29 + 60)));
+  CHECK(gdn_chunks(4096) == 64);
+  CHECK(gdn_chunks(4097) == 65);
+}

@@ -58,6 +58,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--gpu-memory-utilization", w.vllm.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
   cmd.add_flag("--enable-expert-parallel", w.vllm.enable_expert_parallel,
                "vLLM: experts whole on each rank instead of sliced over --tp");
+  cmd.add_flag("--flashinfer-sampler", w.vllm.flashinfer_sampler,
+               "vLLM V1: FlashInfer installed and VLLM_USE_FLASHINFER_SAMPLER not 0 (its log says 'Using FlashInfer for "
+               "top-p & top-k sampling'): the sampler warm-up runs FlashInfer's top-k/top-p");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default by "
                  "build: --fit's from b7437 with --gpu, all from b6646, none before)");

@@ -534,7 +534,7 @@ inline std::string setting(double x) {
 inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                        const InferenceTensors& t) {
   const VllmSettings& v = w.vllm;
-  const VllmRelease& r = vllm_release(v.version);
+  const VllmRelease r = vllm_release_as_run(v);
   const EngineVersion version = v.version.value_or(vllm_newest);
   const double gib = 1073741824.0;
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
@@ -620,9 +620,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
        : total                                            ? " (vllm serve defaults of this release for this GPU)"
                                                           : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
       "; sampler warm-up " +
-      (vllm_model_runner_v2(r, s.moe.experts > 0) ? std::string("without top-k/top-p (Model Runner V2)")
-                                                   : std::string(r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") +
-                                                         " top-k/top-p") +
+      vllm_sampler_name(r, s.moe.experts > 0) +
       " over " + std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
       "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +

@@ -115,6 +115,7 @@ struct InferOptions {
   std::string host_memory_bandwidth;  // llama.cpp: the host's memory bandwidth (default dual-channel DDR5-5600)
   std::int64_t n_cpu_moe = -1;
   bool cpu_moe = false;
+  bool language_model_only = false;  // vLLM/SGLang: the vision encoder of a multimodal checkpoint not loaded
   std::int64_t chunked_prefill = 0;  // HF generate's prefill chunk and vLLM's max_num_batched_tokens
   std::string engine_version;
   std::string flash_attn = "on";

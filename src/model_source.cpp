@@ -351,6 +351,7 @@ ModelSource resolve(const ModelOptions& o) {
     const nlohmann::json j = read_json(o.config);
     m.spec = model_from_hf_config(j, o.config);
     m.module_formats = module_formats_from_config(j, o.config);
+    m.vision_params = qwen_vision_params(j);
     return m;
   }
   if (!o.params.empty()) {
@@ -376,6 +377,7 @@ ModelSource resolve(const ModelOptions& o) {
     const nlohmann::json j = read_json(p);
     m.spec = model_from_hf_config(j, o.model);
     m.module_formats = module_formats_from_config(j, o.model);
+    m.vision_params = qwen_vision_params(j);
     return m;
   }
   // org/name[@revision]: two Hub name parts and a revision of name segments.

@@ -214,7 +214,8 @@ struct WeightBytes {
   Bytes output{0};     // final norm and lm_head (nothing more when tied: the head is the embedding matrix)
   Bytes routed_experts{0};  // the routed experts' share of `layers` (a decode step reads only those it routes to)
   std::vector<Bytes> per_layer_experts;  // of each layer, its routed experts
-  Bytes total() const { return layers + embedding + output; }
+  Bytes encoder{0};  // a multimodal checkpoint's vision encoder where the engine loads it beside the language model
+  Bytes total() const { return layers + embedding + output + encoder; }
 };
 
 // A checkpoint's language-model weights as its headers give them (checkpoint.h): used instead of a format's

@@ -84,6 +84,26 @@ TEST_CASE("weight_bytes: a ModelOpt MIXED_PRECISION checkpoint, each module in i
   CHECK_THROWS_AS(module_formats_from_config(nlohmann::json{{"quantization_config", q}}, "t"), DataError);
 }
 
+TEST_CASE("qwen_vision_params: the vision encoder of Qwen3.6-35B-A3B by hand", "[quant]") {
+  // vision_config: depth 27, hidden 1152, intermediate 4304, 3 channels, patches 2 × 16 × 16, 2304 positions,
+  // merge 2 × 2, out 2048, no deepstack.
+  const nlohmann::json c = {{"vision_config",
+                             {{"depth", 27}, {"hidden_size", 1152}, {"intermediate_size", 4304}, {"in_channels", 3},
+                              {"patch_size", 16}, {"temporal_patch_size", 2}, {"num_position_embeddings", 2304},
+                              {"out_hidden_size", 2048}, {"spatial_merge_size", 2},
+                              {"deepstack_visual_indexes", nlohmann::json::array()}}}};
+  const std::int64_t patch = 3 * 2 * 16 * 16 * 1152 + 1152;  // 1,770,624
+  const std::int64_t pos = 2304 * 1152;                       // 2,654,208
+  // LayerNorms 4·1152, qkv 1152·3456 + 3456, proj 1152² + 1152, fc1 1152·4304 + 4304, fc2 4304·1152 + 1152.
+  const std::int64_t block = 4608 + 3'984'768 + 1'328'256 + 4'962'512 + 4'959'360;  // 15,239,504
+  const std::int64_t merger = 2304 + (4608 * 4608 + 4608) + (4608 * 2048 + 2048);   // 30,679,808
+  CHECK(block == 15'239'504);
+  CHECK(qwen_vision_params(c) == patch + pos + 27 * block + merger);
+  CHECK(qwen_vision_params(c) == 446'571'248);  // 0.83 GiB in bf16
+  CHECK(qwen_vision_params(nlohmann::json{{"vision_config", {{"depth", 27}}}}) == 0);  // not one gpuplan reads
+  CHECK(qwen_vision_params(nlohmann::json::object()) == 0);
+}
+
 TEST_CASE("KV cache: MLA latent under vLLM, alternating windows, quantised KV", "[memory][inference]") {
   // DeepSeek-V3 in vLLM caches (kv_lora_rank 512 + rope 64) per layer: 576 · 61 · 2 B = 70,272 B per token.
   InferenceWorkload w;

@@ -31,6 +31,7 @@ struct InferenceWorkload {
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)
   std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype
   std::optional<StoredWeightBytes> stored;   // the checkpoint's own weight bytes, when read from its headers
+  Bytes vision_encoder{0};                   // the vision encoder's weights the engine loads beside the language model
   std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
   std::int64_t tp = 1;                       // tensor-parallel GPUs: weights and KV heads split across them
@@ -283,6 +284,7 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
   // parallel linears, vocabulary-parallel embedding and head).
   t.wb = w.stored && !w.weights ? w.stored->bytes
                                  : weight_bytes(s, format, w.group_size, /*gguf_file=*/llama_cpp_engine(w.profile));
+  t.wb.encoder = w.vision_encoder;  // sharded over tp like the language model (vLLM's mm_encoder_tp_mode "weights")
   t.weights = t.wb.total().in(unit::bytes) / double(w.tp);
   detail::kv_cache_tensors(t, s, w, kv);
   detail::prefill_tensors(t, s, w);

@@ -121,6 +121,7 @@ struct InferOptions {
   std::string host_memory;  // llama.cpp/Ollama: the host memory the part left on the CPU may take (default: not checked)
   std::int64_t n_cpu_moe = -1;
   bool cpu_moe = false;
+  bool language_model_only = false;  // vLLM/SGLang: the vision encoder of a multimodal checkpoint not loaded
   std::int64_t chunked_prefill = 0;  // HF generate's prefill chunk and vLLM's max_num_batched_tokens
   std::string engine_version;
   std::string flash_attn = "on";

@@ -58,6 +58,12 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--gpu-memory-utilization", w.vllm.gpu_memory_utilization, "vLLM's share of the CUDA total (default 0.90)");
   cmd.add_flag("--enable-expert-parallel", w.vllm.enable_expert_parallel,
                "vLLM: experts whole on each rank instead of sliced over --tp");
+  cmd.add_flag("--language-model-only", o.language_model_only,
+               "vLLM/SGLang: a multimodal checkpoint's vision encoder is not loaded (vLLM's --language-model-only, or "
+               "--limit-mm-per-prompt with every modality 0); by default it is, in 16 bit, beside the language model");
+  cmd.add_flag("--flashinfer-sampler", w.vllm.flashinfer_sampler,
+               "vLLM V1: FlashInfer installed and VLLM_USE_FLASHINFER_SAMPLER not 0 (its log says 'Using FlashInfer for "
+               "top-p & top-k sampling'): the sampler warm-up runs FlashInfer's top-k/top-p");
   cmd.add_option("--gpu-layers,--n-gpu-layers", o.gpu_layers,
                  "llama.cpp -ngl: repeating layers on the GPU counted from the last, then the output layer (default by "
                  "build: --fit's from b7437 with --gpu, all from b6646, none before)");
@@ -167,6 +173,9 @@ nlohmann::json infer_report(const InferOptions& o) {
   const ModelSource source = resolve_model_source(o.model);
   const ModelSpec& spec = source.spec;
   w.stored = source.stored_language();
+  // vLLM and SGLang load a multimodal checkpoint's vision encoder unless told not to (bf16, as stored).
+  const bool loads_encoder = (w.profile == Profile::vllm || w.profile == Profile::sglang) && !o.language_model_only;
+  if (loads_encoder) w.vision_encoder = Bytes(2.0 * double(source.vision_params));
   // A preset is served as its checkpoint ships (gpt-oss in MXFP4, DeepSeek-V3 in FP8) unless --weights says otherwise.
   const bool as_shipped = !w.weights && !w.stored && !source.shipped_weights.empty();
   if (as_shipped) w.weights = parse_enum<WeightFormat>(weight_format_names, source.shipped_weights, "weight format");
@@ -222,6 +231,11 @@ nlohmann::json infer_report(const InferOptions& o) {
   const InferenceEstimate est = estimate_inference_memory(spec, w);
   nlohmann::json report = inference_json(spec, w, est);
   report["model"]["source"] = source.json();
+  if (loads_encoder && source.vision_params > 0)
+    report["assumptions"].push_back("the vision encoder is loaded beside the language model: " +
+                                    std::to_string(source.vision_params) + " parameters in bf16, " +
+                                    detail::decimal(2.0 * double(source.vision_params) / 1073741824.0, 2) +
+                                    " GiB (--language-model-only leaves it out)");
   if (as_shipped)
     report["assumptions"].push_back("weights as the checkpoint is released: " + source.shipped_weights +
                                     " (--weights bf16 for the 16-bit model)");

@@ -348,7 +348,10 @@ ModelSource resolve(const ModelOptions& o) {
   ModelSource m;
   if (!o.config.empty()) {
     m.kind = "config", m.ref = m.path = o.config;
-    m.spec = model_from_hf_config(read_json(o.config), o.config);
+    const nlohmann::json j = read_json(o.config);
+    m.spec = model_from_hf_config(j, o.config);
+    m.module_formats = module_formats_from_config(j, o.config);
+    m.vision_params = qwen_vision_params(j);
     return m;
   }
   if (!o.params.empty()) {
@@ -371,7 +374,10 @@ ModelSource resolve(const ModelOptions& o) {
   if (k == fs::file_type::regular && p.extension() == ".gguf") return m.kind = "gguf", from_gguf(p, m);
   if (k == fs::file_type::regular) {
     m.kind = "config", m.path = o.model;
-    m.spec = model_from_hf_config(read_json(p), o.model);
+    const nlohmann::json j = read_json(p);
+    m.spec = model_from_hf_config(j, o.model);
+    m.module_formats = module_formats_from_config(j, o.model);
+    m.vision_params = qwen_vision_params(j);
     return m;
   }
   // org/name[@revision]: two Hub name parts and a revision of name segments.
@@ -427,6 +433,17 @@ ModelSource resolve_model_source(const ModelOptions& o) {
 }
 
 std::optional<StoredWeightBytes> ModelSource::stored_language() const {
+  // A config that names each module's format: its bytes by that arithmetic; the format of its largest group of
+  // parameters (the routed experts, for the MoE checkpoints that do this) taken as the nearest.
+  if (module_formats && !checkpoint) {
+    const WeightBytes b = weight_bytes(spec, WeightFormat::bf16, 128, false, &*module_formats);
+    WeightFormat nearest = WeightFormat::bf16;
+    std::int64_t largest = 0;
+    for (const auto& kind : param_inventory(spec).kinds)
+      for (const auto& g : kind)
+        if (g.is_matrix() && g.numel() > largest) largest = g.numel(), nearest = module_formats->format_of(g);
+    return StoredWeightBytes{b, nearest, module_formats->label};
+  }
   if (!stored || !checkpoint) return std::nullopt;
   return stored_language_weights(*stored, *checkpoint);
 }

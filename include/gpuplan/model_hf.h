@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <optional>
 #include <utility>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "quant.h"
 #include "text.h"
 
 namespace gpuplan {
@@ -421,6 +423,66 @@ inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string
     throw DataError(where + ": " + e.what());  // a config's bad shape is a data problem, not a usage one
   }
   return s;
+}
+
+// The per-module formats of a ModelOpt MIXED_PRECISION checkpoint, from its config.json's quantization_config (or
+// hf_quant_config.json's "quantization"): quant_method "modelopt", quant_algo "MIXED_PRECISION", quantized_layers
+// naming each quantized module's quant_algo. Nothing for any other config: one format for every linear is what
+// --weights says. NVFP4 and W4A16_NVFP4 store the same 4.5 bits (E2M1 + an E4M3 scale per 16); W4A16 only keeps the
+// activations 16 bit.
+inline std::optional<ModuleFormats> module_formats_from_config(const nlohmann::json& config, const std::string& where) {
+  const nlohmann::json* q = nullptr;
+  if (config.contains("quantization_config") && config["quantization_config"].is_object()) q = &config["quantization_config"];
+  else if (config.contains("quantization") && config["quantization"].is_object()) q = &config["quantization"];
+  if (!q || q->value("quant_algo", "") != "MIXED_PRECISION") return std::nullopt;
+  if (q->contains("quant_method") && q->value("quant_method", "") != "modelopt") return std::nullopt;
+  const auto it = q->find("quantized_layers");
+  if (it == q->end() || !it->is_object() || it->empty())
+    throw DataError(where + ": quantization_config MIXED_PRECISION needs a non-empty \"quantized_layers\" object");
+  ModuleFormats m;
+  m.label = "ModelOpt MIXED_PRECISION";
+  for (const auto& [name, entry] : it->items()) {
+    // The MTP head loads only with speculative decoding; the vision tower is not in the language model's inventory.
+    if (name.rfind("mtp", 0) == 0 || name.find("visual") != std::string::npos) continue;
+    const std::string algo = entry.is_object() ? entry.value("quant_algo", "") : "";
+    WeightFormat f;
+    if (algo == "FP8" || algo == "FP8_BLOCK_SCALES" || algo == "FP8_PB_WO") f = WeightFormat::fp8;
+    else if (algo == "NVFP4" || algo == "W4A16_NVFP4") f = WeightFormat::nvfp4;
+    else
+      throw DataError(where + ": quantized_layers \"" + printable(name) + "\": quant_algo \"" + printable(algo) +
+                      "\" is not one gpuplan models (FP8, FP8_BLOCK_SCALES, FP8_PB_WO, NVFP4, W4A16_NVFP4)");
+    m.rules.push_back({ModuleFormats::local_name(name), f});
+  }
+  return m;
+}
+
+// Parameters of a Qwen3-VL-style vision encoder (vision_config of qwen3_vl, qwen3_5 and qwen3_5_moe checkpoints;
+// vLLM model_executor/models/qwen3_vl.py Qwen3_VisionTransformer): a Conv3d patch embedding over temporal_patch_size
+// frames of patch_size² pixels, learned position embeddings, `depth` blocks (two LayerNorms, fused qkv and output
+// projections, a two-layer MLP, all with biases), and a patch merger (LayerNorm, then spatial_merge_size² patches
+// through two linears to the language model's width) plus one per deepstack index. 0 when the config has no such
+// encoder.
+inline std::int64_t qwen_vision_params(const nlohmann::json& config) {
+  const auto it = config.find("vision_config");
+  if (it == config.end() || !it->is_object()) return 0;
+  const auto& v = *it;
+  for (const char* k : {"depth", "hidden_size", "intermediate_size", "patch_size", "temporal_patch_size",
+                        "out_hidden_size", "spatial_merge_size", "num_position_embeddings"})
+    if (!v.contains(k) || !v[k].is_number_integer() || v[k].get<std::int64_t>() <= 0 || v[k].get<std::int64_t>() > (1 << 20))
+      return 0;
+  auto get = [&](const char* k) { return v[k].get<std::int64_t>(); };
+  const std::int64_t h = get("hidden_size"), i = get("intermediate_size"), p = get("patch_size");
+  const std::int64_t merged = h * get("spatial_merge_size") * get("spatial_merge_size"), out = get("out_hidden_size");
+  const std::int64_t in_channels = v.value("in_channels", 3);
+  const std::int64_t patch_embed = in_channels * get("temporal_patch_size") * p * p * h + h;
+  const std::int64_t block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h);
+  const std::int64_t merger = 2 * h + (merged * merged + merged) + (merged * out + out);
+  const std::int64_t deepstack = v.contains("deepstack_visual_indexes") && v["deepstack_visual_indexes"].is_array()
+                                     ? std::int64_t(v["deepstack_visual_indexes"].size())
+                                     : 0;
+  // The deepstack mergers normalise the merged patches (LayerNorm over h·m²).
+  return patch_embed + get("num_position_embeddings") * h + get("depth") * block + merger +
+         deepstack * (merger - 2 * h + 2 * merged);
 }
 
 }  // namespace gpuplan

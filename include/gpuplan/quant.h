@@ -214,7 +214,8 @@ struct WeightBytes {
   Bytes output{0};     // final norm and lm_head (nothing more when tied: the head is the embedding matrix)
   Bytes routed_experts{0};  // the routed experts' share of `layers` (a decode step reads only those it routes to)
   std::vector<Bytes> per_layer_experts;  // of each layer, its routed experts
-  Bytes total() const { return layers + embedding + output; }
+  Bytes encoder{0};  // a multimodal checkpoint's vision encoder where the engine loads it beside the language model
+  Bytes total() const { return layers + embedding + output + encoder; }
 };
 
 // A checkpoint's language-model weights as its headers give them (checkpoint.h): used instead of a format's
@@ -225,9 +226,56 @@ struct StoredWeightBytes {
   std::string label;                          // what was stored, e.g. "BF16", "gptq 4-bit", "Q4_K (GGUF)"
 };
 
+// A checkpoint whose modules carry formats of their own (its quantization_config): ModelOpt's MIXED_PRECISION lists
+// each quantized module with its algorithm (quantized_layers: "model.language_model.layers.3.mlp.experts":
+// W4A16_NVFP4, "…self_attn.q_proj": FP8, "lm_head": W4A16_NVFP4), and every module it does not list stays in the
+// checkpoint's 16-bit dtype (vLLM model_executor/layers/quantization/modelopt.py ModelOptMixedPrecisionConfig:
+// unlisted layers get UnquantizedLinearMethod).
+struct ModuleFormats {
+  struct Rule {
+    std::string module;  // the checkpoint's module name less the layer prefix ("mlp.experts", "self_attn.q_proj")
+    WeightFormat format;
+  };
+  std::vector<Rule> rules;
+  std::string label;  // what the checkpoint calls its scheme, e.g. "ModelOpt MIXED_PRECISION"
+
+  // The module name without "….layers.N." (and without a wrapper's "model.language_model." at the top level).
+  static std::string local_name(const std::string& name) {
+    const std::size_t at = name.rfind("layers.");
+    if (at != std::string::npos) {
+      const std::size_t dot = name.find('.', at + 7);
+      if (dot != std::string::npos) return name.substr(dot + 1);
+    }
+    const std::size_t last = name.rfind('.');
+    return last == std::string::npos ? name : name.substr(last + 1);
+  }
+
+  // The names a checkpoint may give one of gpuplan's parameter groups: routed experts are one module ("experts"),
+  // Qwen's shared expert is "shared_expert" (singular), and HF's Gated DeltaNet splits gpuplan's fused in_proj_qkvz
+  // and in_proj_ba into in_proj_qkv + in_proj_z and in_proj_a + in_proj_b (Qwen3.5/3.6).
+  static std::vector<std::string> names_of(const ParamGroup& g) {
+    if (g.expert) return {"experts"};
+    std::string m = g.module;
+    if (m.rfind("shared_experts.", 0) == 0) m = "shared_expert." + m.substr(15);
+    if (m == "in_proj_qkvz") return {m, "in_proj_qkv", "in_proj_z"};
+    if (m == "in_proj_ba") return {m, "in_proj_a", "in_proj_b"};
+    return {m};
+  }
+
+  // The format a rule gives the group; the checkpoint's 16-bit dtype where none does.
+  WeightFormat format_of(const ParamGroup& g) const {
+    for (const auto& r : rules)
+      for (const auto& n : names_of(g))
+        if (r.module == n || r.module.ends_with("." + n)) return r.format;
+    return WeightFormat::bf16;
+  }
+};
+
 // Bytes of every tensor of the model in a format. A tied lm_head is the embedding matrix itself. `gguf_file`: as
-// llama.cpp loads them from a GGUF file (1-D tensors in f32).
-inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128, bool gguf_file = false) {
+// llama.cpp loads them from a GGUF file (1-D tensors in f32). `mixed`: each module in the format its checkpoint
+// gives it instead.
+inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t group_size = 128, bool gguf_file = false,
+                                const ModuleFormats* mixed = nullptr) {
   const ParamInventory inv = param_inventory(s);
   const GgufTraits traits = gguf_traits(s);
   // MX FP4 checkpoints of MoE models quantize the routed experts alone: gpt-oss ships attention, router,
@@ -238,8 +286,10 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
   const WeightFormat rest = gguf_file ? WeightFormat::q8_0 : WeightFormat::bf16;
   WeightBytes w;
   auto bytes = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
-    const WeightFormat gf = experts_only && !g.expert ? rest : f;
-    return Bytes(double(g.numel()) * bits_per_weight(gf, role, layer, traits, g.in, group_size, gguf_file) / 8.0);
+    const WeightFormat gf = mixed && g.is_matrix() ? mixed->format_of(g) : experts_only && !g.expert ? rest : f;
+    // A format named by the checkpoint for a module holds for it, embedding and head included.
+    const TensorRole r = mixed && g.is_matrix() ? TensorRole::other_linear : role;
+    return Bytes(double(g.numel()) * bits_per_weight(gf, r, layer, traits, g.in, group_size, gguf_file) / 8.0);
   };
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
   for (const auto& g : inv.embedding)

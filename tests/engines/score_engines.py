@@ -82,6 +82,8 @@ def vllm_command(binary, c):
     for k in ("max_num_batched_tokens", "max_num_seqs"):
         if s.get(k):
             args += ["--" + k.replace("_", "-"), str(s[k])]
+    if s.get("flashinfer_sampler"):
+        args += ["--flashinfer-sampler"]
     return args
 
 

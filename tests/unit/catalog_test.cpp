@@ -97,6 +97,10 @@ TEST_CASE("builtin_catalog: reference figures", "[catalog]") {
   // CUDA totals as users' logs print them (two decimals of GiB): vLLM's budget base.
   CHECK(c.get("rtx-3090").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(23.58).margin(0.005));
   CHECK(c.get("a100-80gb").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(79.14).margin(0.005));
+  // The A800 80GB: the A100's memory, its own CUDA total (79.25 GiB in a November 2025 log) and an id that is not an
+  // A100's (vLLM's batch defaults test the device name).
+  CHECK(c.get("a800").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(79.25).margin(0.005));
+  CHECK(c.get("a800").id.rfind("a100", 0) == std::string::npos);
   CHECK(c.get("l40s").cuda_total().in(unit::bytes) / 1073741824.0 == Approx(44.53).margin(0.005));
 }
 

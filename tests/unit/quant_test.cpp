@@ -52,6 +52,58 @@ TEST_CASE("weight_bytes: an MX FP4 MoE checkpoint quantizes the routed experts a
   CHECK(weight_bytes(m, WeightFormat::mxfp4).total().in(unit::bytes) == Approx(experts * 4.25 / 8 + rest * 2));
 }
 
+TEST_CASE("weight_bytes: a ModelOpt MIXED_PRECISION checkpoint, each module in its own format", "[quant]") {
+  // Qwen3-30B-A3B with its routed experts and lm_head in NVFP4 (4.5 bits) and the attention projections in FP8 (8
+  // bits + an fp32 scale per output row over the input width), everything unlisted (embedding, routers, norms) bf16.
+  nlohmann::json q = {{"quant_method", "modelopt"}, {"quant_algo", "MIXED_PRECISION"}};
+  for (int l = 0; l < 48; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    q["quantized_layers"][p + "mlp.experts"] = {{"quant_algo", "NVFP4"}};
+    for (const char* m : {"q_proj", "k_proj", "v_proj", "o_proj"}) q["quantized_layers"][p + "self_attn." + m] = {{"quant_algo", "FP8"}};
+  }
+  q["quantized_layers"]["lm_head"] = {{"quant_algo", "W4A16_NVFP4"}};
+  q["quantized_layers"]["mtp.layers.0.mlp.experts"] = {{"quant_algo", "FP8"}};  // the MTP head: not loaded, skipped
+  const auto mixed = module_formats_from_config(nlohmann::json{{"quantization_config", q}}, "t");
+  REQUIRE(mixed);
+  CHECK(mixed->rules.size() == 48 * 5 + 1);
+  const ModelSpec& m = find_preset("qwen3-30b-a3b").spec;
+  // 48 layers × 128 experts × 3 × 2048 × 768; q and o 4096 × 2048, k and v 512 × 2048 per layer; head 151,936 × 2048.
+  const double experts = 48.0 * 128 * 3 * 2048 * 768, qk_v = 48.0 * (4096 + 512 + 512) * 2048, o = 48.0 * 2048 * 4096;
+  const double head = 151'936.0 * 2048, rest = 30'532'122'624.0 - experts - qk_v - o - head;
+  CHECK(weight_bytes(m, WeightFormat::bf16, 128, false, &*mixed).total().in(unit::bytes) ==
+        Approx((experts + head) * 4.5 / 8 + qk_v * (8 + 32.0 / 2048) / 8 + o * (8 + 32.0 / 4096) / 8 + rest * 2));
+  // Checkpoint names against gpuplan's groups: Qwen's singular shared_expert, the Gated DeltaNet's split projections.
+  ModuleFormats n{{{"linear_attn.in_proj_qkv", WeightFormat::fp8}, {"mlp.shared_expert.up_proj", WeightFormat::nvfp4}}, ""};
+  CHECK(n.format_of(ParamGroup{"in_proj_qkvz", 12288, 2048, 1, true}) == WeightFormat::fp8);
+  CHECK(n.format_of(ParamGroup{"shared_experts.up_proj", 512, 2048, 1, true}) == WeightFormat::nvfp4);
+  CHECK(n.format_of(ParamGroup{"in_proj_ba", 64, 2048, 1, true}) == WeightFormat::bf16);
+  CHECK(ModuleFormats::local_name("model.language_model.layers.12.mlp.experts") == "mlp.experts");
+  // One format for every linear is --weights' business; an algorithm gpuplan does not know is a data error.
+  CHECK_FALSE(module_formats_from_config(nlohmann::json{{"quantization_config", {{"quant_method", "fp8"}}}}, "t"));
+  q["quantized_layers"]["lm_head"] = {{"quant_algo", "INT3"}};
+  CHECK_THROWS_AS(module_formats_from_config(nlohmann::json{{"quantization_config", q}}, "t"), DataError);
+}
+
+TEST_CASE("qwen_vision_params: the vision encoder of Qwen3.6-35B-A3B by hand", "[quant]") {
+  // vision_config: depth 27, hidden 1152, intermediate 4304, 3 channels, patches 2 × 16 × 16, 2304 positions,
+  // merge 2 × 2, out 2048, no deepstack.
+  const nlohmann::json c = {{"vision_config",
+                             {{"depth", 27}, {"hidden_size", 1152}, {"intermediate_size", 4304}, {"in_channels", 3},
+                              {"patch_size", 16}, {"temporal_patch_size", 2}, {"num_position_embeddings", 2304},
+                              {"out_hidden_size", 2048}, {"spatial_merge_size", 2},
+                              {"deepstack_visual_indexes", nlohmann::json::array()}}}};
+  const std::int64_t patch = 3 * 2 * 16 * 16 * 1152 + 1152;  // 1,770,624
+  const std::int64_t pos = 2304 * 1152;                       // 2,654,208
+  // LayerNorms 4·1152, qkv 1152·3456 + 3456, proj 1152² + 1152, fc1 1152·4304 + 4304, fc2 4304·1152 + 1152.
+  const std::int64_t block = 4608 + 3'984'768 + 1'328'256 + 4'962'512 + 4'959'360;  // 15,239,504
+  const std::int64_t merger = 2304 + (4608 * 4608 + 4608) + (4608 * 2048 + 2048);   // 30,679,808
+  CHECK(block == 15'239'504);
+  CHECK(qwen_vision_params(c) == patch + pos + 27 * block + merger);
+  CHECK(qwen_vision_params(c) == 446'571'248);  // 0.83 GiB in bf16
+  CHECK(qwen_vision_params(nlohmann::json{{"vision_config", {{"depth", 27}}}}) == 0);  // not one gpuplan reads
+  CHECK(qwen_vision_params(nlohmann::json::object()) == 0);
+}
+
 TEST_CASE("KV cache: MLA latent under vLLM, alternating windows, quantised KV", "[memory][inference]") {
   // DeepSeek-V3 in vLLM caches (kv_lora_rank 512 + rope 64) per layer: 576 · 61 · 2 B = 70,272 B per token.
   InferenceWorkload w;

@@ -30,6 +30,10 @@ TEST_CASE("vLLM: scheduler defaults follow the device", "[memory][inference][vll
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false).max_num_batched_tokens == 8192);
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false).max_num_seqs == 1024);
   CHECK(vllm_batch_defaults(Bytes(79.15 * kGiB), true).max_num_batched_tokens == 2048);  // A100 80GB
+  // The A800's CUDA name ("NVIDIA A800-SXM4-80GB") lacks "a100": the defaults of an H100 (its logs print
+  // max_num_batched_tokens=8192 and warm the sampler up with 1024 dummy requests).
+  CHECK(vllm_batch_defaults(Bytes(79.25 * kGiB), false).max_num_batched_tokens == 8192);
+  CHECK(vllm_batch_defaults(Bytes(79.25 * kGiB), false).max_num_seqs == 1024);
   CHECK(vllm_batch_defaults(Bytes(44.5 * kGiB), false).max_num_seqs == 256);            // L40S
 }
 
@@ -211,6 +215,12 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   const double sort = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 11, 0}));
   const double triton = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 19, 0}));
   CHECK(sort - triton == Approx((36.0 - 13.0) * 1024 * 128'256));
+  // With FlashInfer installed (the log's "Using FlashInfer for top-p & top-k sampling") 0.11's warm-up masks and
+  // softmaxes the fp32 logits instead of sorting them: 12 B per logit, 24 fewer than the sort's 36 (1024 rows of
+  // Llama 3.1's 128,256: 3.15 GB less).
+  VllmRelease fi = vllm_release(EngineVersion{0, 11, 0});
+  fi.sampler = VllmSampler::flashinfer;
+  CHECK(sort - vllm_profile_peak(s, 8192, 1024, 2, 1, fi) == Approx(24.0 * 1024 * 128'256));
   // Early V1 also kept the logits of all 8192 profiled tokens.
   const double early = vllm_profile_peak(s, 8192, 1024, 2, 1, vllm_release(EngineVersion{0, 8, 4}));
   CHECK(early - sort == Approx(2.0 * 8192 * 128'256));

@@ -32,6 +32,7 @@ struct InferenceWorkload {
   Precision precision = Precision::bf16;     // activations dtype (bf16, fp16, fp32)
   std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype
   std::optional<StoredWeightBytes> stored;   // the checkpoint's own weight bytes, when read from its headers
+  Bytes vision_encoder{0};                   // the vision encoder's weights the engine loads beside the language model
   std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
   std::int64_t tp = 1;                       // tensor-parallel GPUs: weights and KV heads split across them
@@ -307,6 +308,7 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
   // parallel linears, vocabulary-parallel embedding and head).
   t.wb = w.stored && !w.weights ? w.stored->bytes
                                  : weight_bytes(s, format, w.group_size, /*gguf_file=*/llama_cpp_engine(w.profile));
+  t.wb.encoder = w.vision_encoder;  // sharded over tp like the language model (vLLM's mm_encoder_tp_mode "weights")
   t.weights = t.wb.total().in(unit::bytes) / double(w.tp);
   detail::kv_cache_tensors(t, s, w, kv);
   detail::prefill_tensors(t, s, w);
@@ -572,7 +574,7 @@ inline std::string vllm_groups_assumption(const VllmKvGroups& g, std::int64_t le
 inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
                                        const InferenceTensors& t) {
   const VllmSettings& v = w.vllm;
-  const VllmRelease& r = vllm_release(v.version);
+  const VllmRelease r = vllm_release_as_run(v);
   const EngineVersion version = v.version.value_or(vllm_newest);
   const double gib = 1073741824.0;
   const std::optional<Bytes> total = w.cuda_total ? w.cuda_total : w.device_memory;
@@ -664,9 +666,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
        : total                                            ? " (vllm serve defaults of this release for this GPU)"
                                                           : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
       "; sampler warm-up " +
-      (vllm_model_runner_v2(r, s.moe.experts > 0) ? std::string("without top-k/top-p (Model Runner V2)")
-                                                   : std::string(r.sampler == VllmSampler::triton ? "Triton" : "torch.sort") +
-                                                         " top-k/top-p") +
+      vllm_sampler_name(r, s.moe.experts > 0) +
       " over " + std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
       "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "../model.h"
@@ -29,11 +30,15 @@ struct VllmSettings {
   std::int64_t max_num_batched_tokens = 0;  // 0: the release's default for the GPU
   std::int64_t max_num_seqs = 0;            // 0: likewise
   bool enable_expert_parallel = false;      // experts whole on each rank instead of sliced over tp
+  // FlashInfer installed and VLLM_USE_FLASHINFER_SAMPLER not 0 (V1 reads its unset default as on: the log says
+  // "Using FlashInfer for top-p & top-k sampling"): the sampler warm-up runs FlashInfer's top-k/top-p instead of the
+  // release's own (v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__).
+  bool flashinfer_sampler = false;
 };
 
 enum class VllmEngine { v0, v1_early, v1 };
 // How the sampler warm-up filters top-k/top-p over max_num_seqs rows of the whole vocabulary.
-enum class VllmSampler { torch_sort, triton };
+enum class VllmSampler { torch_sort, triton, flashinfer };
 // Model Runner V2 (vllm/v1/worker/gpu/model_runner.py) profiles the sampler without top-k, top-p and logprobs: by
 // default for dense models from 0.25, for every model from 0.29; before, model runner V1 (gpu_model_runner.py).
 enum class VllmModelRunner { v1, v2_dense, v2 };
@@ -125,6 +130,10 @@ struct VllmProfile {
   // alternate key/value buffers (8 + 4 + 8). PR #32558 measured the torch path at 1.25 GB beyond its fp32 input for
   // 256 × 131,072 logits (37 B each; 32 here).
   static constexpr double sampler_sort_bytes_per_logit = 36.0;
+  // FlashInfer's top-k/top-p (flashinfer_sample, V1 with FlashInfer installed): the dummy run sets both top-k and
+  // top-p, so top_k_top_p_sampling_from_logits masks the fp32 logits (a masked copy) and takes their softmax before
+  // sampling without a sort: the fp32 logits, the masked logits and the probabilities, 4 B each.
+  static constexpr double sampler_flashinfer_bytes_per_logit = 12.0;
   // Model Runner V2's profiling sampler: no top-k/top-p, so the fp32 copy of the logits that temperature and the
   // Gumbel-max kernel read (4 B); kvlm's 0.26 log bounds it at 6 B (a 1.26 GiB peak over 1,024 × 151,936 logits).
   static constexpr double sampler_mrv2_bytes_per_logit = 4.0;
@@ -158,8 +167,29 @@ inline bool vllm_model_runner_v2(const VllmRelease& r, bool moe) {
 
 inline double vllm_sampler_bytes_per_logit(const VllmRelease& r, bool moe = false) {
   if (vllm_model_runner_v2(r, moe)) return VllmProfile::sampler_mrv2_bytes_per_logit;
-  return r.sampler == VllmSampler::triton ? VllmProfile::sampler_triton_bytes_per_logit
-                                          : VllmProfile::sampler_sort_bytes_per_logit;
+  switch (r.sampler) {
+    case VllmSampler::triton: return VllmProfile::sampler_triton_bytes_per_logit;
+    case VllmSampler::flashinfer: return VllmProfile::sampler_flashinfer_bytes_per_logit;
+    case VllmSampler::torch_sort: break;
+  }
+  return VllmProfile::sampler_sort_bytes_per_logit;
+}
+
+// The release's arithmetic with the sampler the settings say the warm-up runs (FlashInfer's where installed; V0
+// never used it for its warm-up).
+inline VllmRelease vllm_release_as_run(const VllmSettings& v) {
+  VllmRelease r = vllm_release(v.version);
+  if (v.flashinfer_sampler && r.engine != VllmEngine::v0) r.sampler = VllmSampler::flashinfer;
+  return r;
+}
+
+// What the assumptions call the sampler warm-up's top-k/top-p.
+inline std::string vllm_sampler_name(const VllmRelease& r, bool moe) {
+  if (vllm_model_runner_v2(r, moe)) return "without top-k/top-p (Model Runner V2)";
+  const char* kernel = r.sampler == VllmSampler::triton       ? "Triton"
+                       : r.sampler == VllmSampler::flashinfer ? "FlashInfer"
+                                                              : "torch.sort";
+  return std::string(kernel) + " top-k/top-p";
 }
 
 // The torch peak of vLLM's profiling step (profile_run): a forward of max_num_batched_tokens tokens, then the

@@ -245,6 +245,11 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
 // default, modeling_utils get_correct_experts_implementation); HF Llama 4 routes densely through its own bmm.
 inline bool grouped_experts(const ModelSpec& s) { return s.moe.experts > 0 && !s.moe.dense_routing; }
 
+// Bytes of a routing weight as the experts receive it: DeepSeek-V3-style routers with a score-correction bias
+// (GLM-4.5, DeepSeek-V3: modeling_glm4_moe.py Glm4MoeTopkRouter computes in fp32 and returns fp32 weights) leave
+// them fp32; softmax routers (Qwen3-MoE, Qwen3-Next, Mixtral, PhiMoE) cast them to the activations' dtype.
+inline double routing_weight_bytes(const ModelSpec& s, double c) { return s.moe.router_bias ? 4.0 : c; }
+
 // Widths of a gated-DeltaNet layer (Qwen3-Next) per token, per GPU: key and value dims, value heads, and the chunk
 // of transformers' torch_chunk_gated_delta_rule (chunk_size 64), the path it runs without the fla kernels.
 struct DeltaWidths {
@@ -281,10 +286,12 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
   // GPT-2's NewGELU is a chain of pointwise ops: input, cube term, tanh and output coexist (4·c·i).
   t.ffn_live = (s.mlp == MlpKind::gated ? 3.0 : s.activation == "gelu_new" ? 4.0 : 2.0) * t.c * t.ffn_width / tp;
   // transformers 5's grouped_mm experts path (experts_prefill): per routed token (k per token) the expert-sorted
-  // input with gate_up's output and its copy (h + 4I), later four h-wide rows (input, output, weighted, restored).
+  // input with gate_up's output and its copy (h + 4I), later four h-wide rows (input, output, weighted, restored;
+  // the last two fp32 after a DeepSeek-V3-style router).
   if (grouped_experts(s)) {
     const double I = double(s.moe.intermediate) / tp;
-    t.ffn_live = std::max(t.ffn_live, t.c * routed * std::max(t.h + 4.0 * I, 4.0 * t.h));
+    const double wb = routing_weight_bytes(s, t.c);
+    t.ffn_live = std::max(t.ffn_live, routed * std::max(t.c * (t.h + 4.0 * I), t.h * (2.0 * t.c + 2.0 * wb)));
     // Decode runs batched_mm (generation/utils.py _optimize_model_for_decode): each sequence's k experts' weights
     // gathered, gate_up (2I × h) and down (h × I).
     t.decode_experts = t.b * routed * 3.0 * I * t.h * t.c;
@@ -326,7 +333,7 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
 }
 
 // HF generate's moments: the last layer of prefill, the logits, a decode step's cache append.
-inline std::vector<Moment> generate_moments(const InferenceTensors& t, const InferenceWorkload& w) {
+inline std::vector<Moment> generate_moments(const InferenceTensors& t) {
   std::vector<Moment> moments;
   auto add = [&](const char* phase, const char* what, double kv, double acts, double lg) {
     MemoryComponents m;
@@ -343,11 +350,6 @@ inline std::vector<Moment> generate_moments(const InferenceTensors& t, const Inf
   // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
   add("decode", "cache append", t.kv_final, t.kv_layer_max, t.logits);
   if (t.decode_experts > 0) add("decode", "experts gathered", t.kv_final, t.decode_experts, t.logits);
-  // The replay does not see every small tensor generate makes; measured over the calibration inference cases the
-  // reserve is at least half the final cache (torch.cat growth leaves blocks one token too short) plus the caching
-  // share of the working set, so that is its floor.
-  if (w.profile == Profile::pytorch && w.new_tokens > 1)
-    for (auto& m : moments) m.new_segment = Bytes(0.5 * t.kv_final);
   return moments;
 }
 
@@ -378,8 +380,42 @@ Id qk_norm(Sink& A, Id proj, double n, double rows, double c) {
   return out;
 }
 
-// Attention in a prefill layer from the normed input (freed once projected): q, k, v (and q/k norms), rotary
-// embeddings, the scores where the kernel materialises them, and the output projection. Leaves k and v allocated.
+// transformers' RMSNorm over `n` elements (`tok` rows), as the allocator traces of dense prefills record it
+// (traces/g5-llama31_8b-*, g5-llama32_1b-*): the fp32 copy and its square (freed once averaged), the normalised
+// fp32, the cast back and the weight's product.
+// nn.LayerNorm (GPT-2, GPT-NeoX) normalises in its kernel: its output only.
+template <class Sink>
+Id rms_norm(Sink& A, const ModelSpec& s, double n, double c) {
+  if (s.norm == NormKind::layer) return A.malloc(c * n);
+  const Id x32 = A.malloc(4.0 * n), sq = A.malloc(4.0 * n);
+  A.free(sq);
+  const Id y32 = A.malloc(4.0 * n);
+  A.free(x32);
+  const Id cast = A.malloc(c * n), out = A.malloc(c * n);
+  A.free(cast);
+  A.free(y32);
+  return out;
+}
+
+// apply_rotary_pos_emb on one projection of `bytes` (freed): x·cos, rotate_half's negated half and its cat, that
+// times sin, their sum (the same traces: +1024 +512 +1024 −512 +1024 −1024 +1024 −1024 −1024 MiB for q).
+template <class Sink>
+Id rotary(Sink& A, Id x, double bytes) {
+  const Id cos = A.malloc(bytes), half = A.malloc(bytes / 2), cat = A.malloc(bytes);
+  A.free(half);
+  const Id sin = A.malloc(bytes);
+  A.free(cat);
+  const Id out = A.malloc(bytes);
+  A.free(cos);
+  A.free(sin);
+  A.free(x);
+  return out;
+}
+
+// Attention in a prefill layer from the normed input: q, k, v (and q/k norms), rotary embeddings, SDPA's
+// transient copies of k and v, the scores where the kernel materialises them, the kernel's output (already laid out
+// token-major, so the transpose copies nothing), the output projection; the input and rotated q freed after it.
+// Leaves k and v allocated.
 template <class Sink>
 Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id normed, Id& key, Id& value,
                      bool linear) {
@@ -390,11 +426,11 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   Id k0 = A.malloc(kv_half * tok);
   if (s.qk_norm) k0 = qk_norm(A, k0, kv_half / c * tok, s.qk_norm_full ? tok : double(s.kv_heads) * tok, c);
   value = A.malloc(kv_half * tok);
-  A.free(normed);
-  const Id q = A.malloc(c * q_dim * tok);
-  key = A.malloc(kv_half * tok);
-  A.free(q0);
-  A.free(k0);
+  const Id q = rotary(A, q0, c * q_dim * tok);
+  key = rotary(A, k0, kv_half * tok);
+  const Id kc = A.malloc(kv_half * tok), vc = A.malloc(kv_half * tok);
+  A.free(kc);
+  A.free(vc);
   Id sc = AllocationTimeline::none, sc2 = AllocationTimeline::none;
   std::vector<Id> rep;  // math repeats k and v to every head and scales a copy of q
   if (t.scores > 0) {
@@ -410,9 +446,10 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   A.free(sc);
   A.free(sc2);
   for (Id x : rep) A.free(x);
-  A.free(q);
   const Id attn = A.malloc(c * h * tok);
   A.free(o);
+  A.free(q);
+  A.free(normed);
   return attn;
 }
 
@@ -446,11 +483,20 @@ Id experts_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, doubl
   A.free(copy);
   const Id down = A.malloc(c * h * S);
   A.free(gated);
-  const Id weighted = A.malloc(c * h * S);
-  A.free(down);
-  const Id restored = A.malloc(c * h * S), tmp = A.malloc(c * h * S);
+  // fp32 routing weights (DeepSeek-V3-style routers) promote the weighted rows, their restored copy and the sum to
+  // fp32, and the down projection stays allocated beside them (traces/g5-glm45air_6l-*: +4096 +4096 MiB fp32 rows).
+  const double wb = routing_weight_bytes(s, c);
+  const Id weighted = A.malloc(wb * h * S);
+  if (wb == c) A.free(down);
+  const Id restored = A.malloc(wb * h * S), tmp = wb == c ? A.malloc(c * h * S) : AllocationTimeline::none;
   A.free(tmp);
-  const Id out = A.malloc(c * h * tok);
+  Id out = A.malloc(wb * h * tok);
+  if (wb != c) {  // the sum cast back to the activations' dtype
+    const Id cast = A.malloc(c * h * tok);
+    A.free(out);
+    out = cast;
+    A.free(down);
+  }
   A.free(weighted);
   A.free(restored);
   A.free(rows);
@@ -531,9 +577,7 @@ template <class Sink>
 Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tp, double tok, Id resid,
                  Id& key, Id& value, std::int64_t l) {
   const double c = t.c, h = t.h;
-  Id up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
-  Id normed = A.malloc(c * h * tok);
-  A.free(up32);
+  Id normed = rms_norm(A, s, h * tok, c);
   const bool delta = s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
   const Id attn = delta ? gated_delta_prefill(A, s, t, tp, tok, key, value)
                         : attention_prefill(A, s, t, tok, normed, key, value, s.is_linear_layer(l));
@@ -541,21 +585,27 @@ Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double 
   const Id r1 = A.malloc(c * h * tok);
   A.free(attn);
   A.free(resid);
-  up32 = A.malloc(4.0 * h * tok);
-  normed = A.malloc(c * h * tok);
-  A.free(up32);
+  normed = rms_norm(A, s, h * tok, c);
   Id ffn_out = AllocationTimeline::none;
   if (s.is_moe_layer(l) && grouped_experts(s)) {
     ffn_out = experts_prefill(A, s, t, tp, tok);
-    A.free(normed);
+  } else if (s.mlp == MlpKind::gated) {  // act(gate) · up: gate, its activation, up, their product (traced)
+    const double i = s.is_moe_layer(l) ? t.ffn_live / 3.0 : c * double(s.intermediate) / tp;
+    const Id gate = A.malloc(i * tok), act = A.malloc(i * tok);
+    A.free(gate);
+    const Id up = A.malloc(i * tok), prod = A.malloc(i * tok);
+    A.free(act);
+    A.free(up);
+    ffn_out = A.malloc(c * h * tok);
+    A.free(prod);
   } else {
-    const int parts = s.mlp == MlpKind::gated ? 3 : 2;
+    const int parts = 2;
     std::vector<Id> ffn;
     for (int k = 0; k < parts; ++k) ffn.push_back(A.malloc(t.ffn_live / double(parts) * tok));
-    A.free(normed);
     ffn_out = A.malloc(c * h * tok);
     for (Id x : ffn) A.free(x);
   }
+  A.free(normed);
   const Id out = A.malloc(c * h * tok);
   A.free(ffn_out);
   A.free(r1);
@@ -1201,7 +1251,7 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   if (w.profile == Profile::sglang) return sglang_estimate(est, s, w, t);
   if (llama_cpp_engine(w.profile)) return llama_cpp_estimate(est, s, w, t);
 
-  const std::vector<Moment> moments = generate_moments(t, w);
+  const std::vector<Moment> moments = generate_moments(t);
   if (pytorch && replay)
     hf_generate_memory(est, s, w, t, moments);
   else

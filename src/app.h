@@ -113,6 +113,7 @@ struct InferOptions {
   std::string gpu_free;   // llama.cpp: free memory at start
   std::string gpu_overhead;  // Ollama: OLLAMA_GPU_OVERHEAD
   std::string host_memory_bandwidth;  // llama.cpp: the host's memory bandwidth (default dual-channel DDR5-5600)
+  std::string host_memory;  // llama.cpp/Ollama: the host memory the part left on the CPU may take (default: not checked)
   std::int64_t n_cpu_moe = -1;
   bool cpu_moe = false;
   std::int64_t chunked_prefill = 0;  // HF generate's prefill chunk and vLLM's max_num_batched_tokens

@@ -71,6 +71,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--host-memory-bandwidth", o.host_memory_bandwidth,
                  "llama.cpp: the host's memory bandwidth for weights left there (default 89.6GB/s: dual-channel "
                  "DDR5-5600, 2 × 64 bit × 5600 MT/s)");
+  cmd.add_option("--host-memory", o.host_memory,
+                 "llama.cpp/Ollama: the host's free memory (Ollama: free RAM + free swap) for what stays on the CPU; "
+                 "the setup does not fit when that part needs more (default: not checked)");
   cmd.add_flag("--cpu-moe", o.cpu_moe, "llama.cpp --cpu-moe: every layer's routed experts in host memory");
   cmd.add_option("--override-tensor", w.llama_cpp.override_tensor,
                  "llama.cpp -ot PATTERN=CPU (repeatable, or comma-separated): tensors matching PATTERN in host memory "
@@ -100,6 +103,30 @@ ExitCode run_infer(const InferOptions& o, std::ostream& out, std::ostream& err) 
   if (!o.from.is_null()) report["from"] = o.from;
   return emit_report(report, o.limits, format, &render_infer_table, out, err);
 }
+
+namespace {
+
+// --host-memory: the part llama.cpp or Ollama leaves on the CPU (weights, KV of layers there) against what the host can
+// give. Ollama refuses to load past free RAM + free swap ("model requires more system memory (…) than is available
+// (…)", llm/server.go, v0.12–0.20, not on macOS); llama.cpp maps the file (mmap) and would read the rest from storage
+// at every token, a speed gpuplan does not model: both are "does not fit".
+void host_fit(const std::string& given, Profile profile, const InferenceEstimate& est, nlohmann::json& report) {
+  if (!llama_cpp_engine(profile)) throw InputError("--host-memory applies to --profile llama.cpp and ollama");
+  const Bytes capacity = parse_bytes(given);
+  const Bytes required = est.serving.host_memory.value_or(Bytes(0));
+  const bool fits = required <= capacity;
+  report["fit"]["host"] = {{"capacity_bytes", capacity.in(unit::bytes)}, {"required_bytes", required.in(unit::bytes)},
+                           {"fits", fits}};
+  report["fit"]["fits"] = report["fit"]["fits"].get<bool>() && fits;
+  if (!fits)
+    report["assumptions"].push_back(
+        profile == Profile::ollama
+            ? std::string("Ollama refuses to load: the model requires more system memory than --host-memory gives")
+            : std::string("llama.cpp would map the rest of the file and read it from storage at every token (not "
+                          "modelled): more host memory than --host-memory gives"));
+}
+
+}  // namespace
 
 nlohmann::json infer_report(const InferOptions& o) {
   InferenceWorkload w = o.workload;
@@ -229,6 +256,7 @@ nlohmann::json infer_report(const InferOptions& o) {
                                         "--concurrency " + std::to_string(w.batch) + ": it does not fit");
     }
     report["fit"] = fit_json(fit, w.tp);
+    if (!o.host_memory.empty()) host_fit(o.host_memory, w.profile, est, report);
     Efficiency eff;
     if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;
     if (o.compute_efficiency != 0) eff.compute = o.compute_efficiency;

@@ -93,6 +93,10 @@ void fit_lines(const json& r, std::ostream& out) {
                f["fits"].get<bool>() ? paint("fits", "32") : paint("DOES NOT FIT", "31"), gib(f["required_bytes"].get<double>()),
                gib(f["capacity_bytes"].get<double>()), 100 * f["used_fraction"].get<double>(),
                gib(f["headroom_bytes"].get<double>()));
+    if (f.contains("host"))
+      fmt::print(out, "Host memory: {} ({} of {} given)\n",
+                 f["host"]["fits"].get<bool>() ? paint("fits", "32") : paint("DOES NOT FIT", "31"),
+                 gib(f["host"]["required_bytes"].get<double>()), gib(f["host"]["capacity_bytes"].get<double>()));
   } else if (r.contains("fit_table")) {
     std::string one, more, none;
     for (const auto& d : r["fit_table"]["devices"]) {

@@ -1102,3 +1102,37 @@ TEST_CASE("cli: Ollama offloads the layers its scheduler fits to the free memory
   REQUIRE(with.code == ExitCode::ok);
   CHECK(nlohmann::json::parse(with.out)["serving"]["gpu_layers"].get<int>() < 28);
 }
+
+// Layers Ollama leaves on the CPU are computed there: per token the CPU reads their attention weights and the 4 of
+// 128 routed experts gpt-oss-120b picks, not every expert (38 GiB at 58 GB/s would be 1.4 tokens/s; before this
+// fix gpuplan said that).
+TEST_CASE("cli: a MoE layer on the CPU reads only the experts a token picks", "[cli][offload][ollama]") {
+  const auto r = run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "ollama", "--gpu", "rtx-4090",
+                          "--format", "json"});
+  REQUIRE(r.code == ExitCode::ok);
+  const auto j = nlohmann::json::parse(r.out);
+  const double host = j["serving"]["host_memory_bytes"].get<double>();
+  CHECK(host > 30 * 1073741824.0);
+  CHECK(j["throughput"]["decode_tokens_per_s"].get<double>() > 10 * 89.6e9 * 0.65 / host);
+}
+
+// --host-memory: Ollama refuses to load what needs more system memory than is free (llm/server.go); llama.cpp would
+// page the rest from storage. The verdict turns at the host part's size, exit 1 under --require-fit.
+TEST_CASE("cli: --host-memory checks the part left on the CPU", "[cli][offload]") {
+  const auto base = run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--gpu", "rtx-4090",
+                             "--format", "json"});
+  REQUIRE(base.code == ExitCode::ok);
+  const double host = nlohmann::json::parse(base.out)["serving"]["host_memory_bytes"].get<double>();
+  const auto at = [&](double bytes) {
+    return run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "llama.cpp", "--gpu", "rtx-4090", "--format",
+                    "json", "--require-fit", "--host-memory", std::to_string(std::int64_t(bytes))});
+  };
+  const auto enough = at(host + 1e6), short_ = at(host - 1e6);
+  CHECK(enough.code == ExitCode::ok);
+  CHECK(short_.code == ExitCode::limit);
+  CHECK(nlohmann::json::parse(short_.out)["fit"]["host"]["fits"] == false);
+  CHECK(run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--host-memory", "64GiB"})
+            .code == ExitCode::usage);
+  CHECK(run_cli({"infer", "--model", "gpt-oss-120b", "--profile", "ollama", "--gpu", "rtx-4090", "--host-memory",
+                 "lots"}).code == ExitCode::usage);
+}

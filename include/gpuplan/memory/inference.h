@@ -961,7 +961,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
 // overridden to host memory, their KV and the compute buffer; in host memory the rest, token embeddings always.
 struct LlamaCppBuffers {
   double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
-  double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, whole layers, the output)
+  double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, dense weights, the output)
   double gpu() const { return gpu_weights + gpu_kv + compute; }
 };
 
@@ -982,7 +982,10 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     const double kv = s.is_linear_layer(l) ? double(k.n_parallel) * t.state_layer
                                            : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn) * t.kv_layer_tok;
     if (l < first_gpu) {
+      // A layer left on the CPU is computed there: per token it reads its attention and shared weights whole and
+      // only the routed experts the batch picks.
       b.host_weights += layer;
+      b.host_experts += wb.per_layer_experts[i].in(unit::bytes);
       b.host_kv += kv;
       continue;
     }

@@ -412,8 +412,8 @@ Id rotary(Sink& A, Id x, double bytes) {
   return out;
 }
 
-// Attention in a prefill layer from the normed input: q, k, v (and q/k norms), rotary embeddings, SDPA's
-// transient copies of k and v, the scores where the kernel materialises them, the kernel's output (already laid out
+// Attention in a prefill layer from the normed input: q, k, v (and q/k norms), rotary embeddings, two k/v-sized
+// blocks taken and freed, the scores where the kernel materialises them, the kernel's output (already laid out
 // token-major, so the transpose copies nothing), the output projection; the input and rotated q freed after it.
 // Leaves k and v allocated.
 template <class Sink>
@@ -428,6 +428,10 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   value = A.malloc(kv_half * tok);
   const Id q = rotary(A, q0, c * q_dim * tok);
   key = rotary(A, k0, kv_half * tok);
+  // Two k/v-sized blocks taken and given back before the kernel (the traces: +256 +256 −256 −256 MiB). By the
+  // traces' addresses they are the cache's own copies (DynamicLayer's first update concatenates onto empty tensors)
+  // and what is freed is the projections; replaying them that way moved Llama 3.1 8B's g2 cases 3–5 points under
+  // and OLMo 2 1B at batch 64 to −22 %, so the rest of the layer's order needs the same address-level check first.
   const Id kc = A.malloc(kv_half * tok), vc = A.malloc(kv_half * tok);
   A.free(kc);
   A.free(vc);

@@ -5,9 +5,8 @@ allocator model (the trace_replay program) and compare the peak each reserved ov
 usage: replay_traces.py TRACE_REPLAY_BINARY
 
 The real allocator started each trace with blocks cached from before generate (the model from nothing), so the
-two agree exactly only where those blocks were not reused. Each trace has its limit below: the two that agree
-exactly must keep agreeing; Llama 3.2 3B at a 16k prompt, where the model reserves 9.5 % more, must not grow
-apart. Exits 1 when a limit is exceeded.
+two agree exactly only where those blocks were not reused. Each trace has its limit below: those that agree
+exactly must keep agreeing; the Llama 3.2 ones, where the two differ by 5–17 %, must not grow apart. Exits 1 when a limit is exceeded.
 """
 import gzip, os, subprocess, sys
 
@@ -17,6 +16,23 @@ LIMITS = {  # |model / real − 1| in percent
     "g3-phimoe_8l-bf16-b16-p2048-n16-trace": 0.1,
     "g3-qwen3_next_8l-bf16-b8-p4096-n16-trace": 0.1,
     "g3-llama32_3b-bf16-b4-p16384-n16-trace": 10.0,
+    # measured_g5 (#45): 13 of 16 agree exactly; the three Llama 3.2 ones start from blocks cached before generate.
+    "g5-glm45air_6l-bf16-b8-p4096-n16-trace": 0.1,
+    "g5-gpt_oss_20b-bf16-b16-p1024-n16-eager-trace": 0.1,
+    "g5-llama31_8b-bf16-b32-p4096-n16-trace": 0.1,
+    "g5-llama4_scout_8l-bf16-b8-p2048-n16-trace": 0.1,
+    "g5-phimoe_8l-bf16-b4-p4096-n16-trace": 0.1,
+    "g5-phimoe_8l-bf16-b32-p1024-n16-trace": 0.1,
+    "g5-phimoe_8l-bf16-b64-p2048-n16-trace": 0.1,
+    "g5-qwen3_next_8l-bf16-b1-p16384-n16-trace": 0.1,
+    "g5-qwen3_next_8l-bf16-b16-p2048-n16-trace": 0.1,
+    "g5-qwen3_next_8l-bf16-b32-p1024-n16-trace": 0.1,
+    "g5-qwen3moe_12l-bf16-b4-p16384-n16-trace": 0.1,
+    "g5-qwen3moe_12l-bf16-b32-p2048-n16-trace": 0.1,
+    "g5-qwen3moe_12l-bf16-b64-p1024-n16-trace": 0.1,
+    "g5-llama32_1b-bf16-b64-p4096-n16-trace": 5.5,
+    "g5-llama32_3b-bf16-b16-p8192-n16-trace": 6.1,
+    "g5-llama32_3b-bf16-b1-p16384-n16-trace": 16.9,
 }
 
 

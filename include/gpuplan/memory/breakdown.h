@@ -25,7 +25,6 @@ struct Moment {
   std::string phase;  // forward, backward, optimizer; prefill, decode
   std::string what;   // where in the phase
   MemoryComponents at;
-  Bytes new_segment{0};  // a block the allocator cannot carve from its cache at this moment (see summarize)
 };
 
 struct MemoryEstimate {
@@ -46,7 +45,7 @@ struct MemoryEstimate {
 // The peak moment of live tensors, the peak of each phase, and the reserve: the caching allocator keeps freed
 // blocks cached and rounds requests, so what it holds at a moment exceeds the live tensors by a share of the
 // tensors that come and go (activations, logits, gradients, workspaces: weights and optimizer states are
-// allocated once, exactly sized), plus any segment it had to add because the cached blocks were too small.
+// allocated once, exactly sized).
 inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, Bytes context,
                                 std::optional<Bytes> simulated_reserve = std::nullopt,
                                 bool at_least_measured_shares = false) {
@@ -60,7 +59,7 @@ inline MemoryEstimate summarize(std::vector<Moment> moments, Profile profile, By
     double r = m.sum().in(unit::bytes);
     if (torch_runtime(profile)) {
       const Bytes churn = m.activations + m.logits + m.gradients + m.kv_cache + m.overhead;
-      r += PytorchProfile::fragmentation * churn.in(unit::bytes) + moments[i].new_segment.in(unit::bytes);
+      r += PytorchProfile::fragmentation * churn.in(unit::bytes);
     }
     reserved = std::max(reserved, r);
   }

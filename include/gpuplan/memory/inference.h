@@ -230,6 +230,8 @@ struct InferenceTensors {
   double chunk = 0;          // prompt tokens processed at once
   double ffn_width = 0, ffn_live = 0;
   double prefill_tok = 0;    // prefill working set per prompt token at a layer's widest point
+  double linear_tok = 0;     // a gated-DeltaNet layer's prefill working set per prompt token (torch fallback)
+  double decode_experts = 0; // a decode step's gathered expert weights (batched_mm), bytes
   double scores = 0;         // materialised attention scores (eager / math), bytes
   detail::AttentionKernel kernel = detail::AttentionKernel::flash;
   double logits = 0;         // last-position logits and generate's fp32 copy
@@ -263,6 +265,37 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
   }
 }
 
+// MoE layers whose experts run through transformers 5's experts interface (integrations/moe.py: grouped_mm by
+// default, modeling_utils get_correct_experts_implementation); HF Llama 4 routes densely through its own bmm.
+inline bool grouped_experts(const ModelSpec& s) { return s.moe.experts > 0 && !s.moe.dense_routing; }
+
+// Bytes of a routing weight as the experts receive it: DeepSeek-V3-style routers with a score-correction bias
+// (GLM-4.5, DeepSeek-V3: modeling_glm4_moe.py Glm4MoeTopkRouter computes in fp32 and returns fp32 weights) leave
+// them fp32; softmax routers (Qwen3-MoE, Qwen3-Next, Mixtral, PhiMoE) cast them to the activations' dtype.
+inline double routing_weight_bytes(const ModelSpec& s, double c) { return s.moe.router_bias ? 4.0 : c; }
+
+// Widths of a gated-DeltaNet layer (Qwen3-Next) per token, per GPU: key and value dims, value heads, and the chunk
+// of transformers' torch_chunk_gated_delta_rule (chunk_size 64), the path it runs without the fla kernels.
+struct DeltaWidths {
+  double kd = 0, vd = 0, heads = 0, dk = 0, dv = 0, conv = 0;
+  static constexpr double chunk = 64;
+};
+inline DeltaWidths delta_widths(const ModelSpec& s, double tp) {
+  const LinearAttentionSpec& L = s.linear;
+  const double split = std::min(tp, double(std::max<std::int64_t>(L.value_heads, 1)));
+  return {double(L.key_dim()) / split, double(L.value_dim()) / split, double(L.value_heads) / split,
+          double(L.key_head_dim), double(L.value_head_dim), double(L.conv_dim()) / split};
+}
+
+// The peak of gated_delta_prefill per token: the qkvz projection, z, the convolved q|k|v, q and k repeated to the
+// value heads, and in the kernel ten fp32 head-width tensors and three fp32 chunk×chunk ones.
+inline double gated_delta_tok(const ModelSpec& s, double c, double tp) {
+  const DeltaWidths d = delta_widths(s, tp);
+  const double qkvz = (2 * d.kd + 2 * d.vd) * c, z = d.vd * c, mixed = d.conv * c, rep = 2 * d.heads * d.dk * c;
+  const double fp32 = 4.0 * d.heads * (6 * d.dk + 4 * d.dv) + 3 * 4.0 * d.heads * DeltaWidths::chunk;
+  return qkvz + z + mixed + rep + fp32;
+}
+
 // Prefill working set per prompt token at the widest point of a layer (no autograd, one layer at a time): the
 // residual stream and the normalised input (c·h each), the fp32 RMSNorm upcast freed just before (4h), and in the
 // FFN the up projection, the activation and the product (3·c·i for gated FFNs, 2·c·i plain).
@@ -277,12 +310,20 @@ inline void prefill_tensors(InferenceTensors& t, const ModelSpec& s, const Infer
     if (s.is_moe_layer(l)) t.ffn_width = std::max(t.ffn_width, double(s.moe.intermediate) * routed);
   // GPT-2's NewGELU is a chain of pointwise ops: input, cube term, tanh and output coexist (4·c·i).
   t.ffn_live = (s.mlp == MlpKind::gated ? 3.0 : s.activation == "gelu_new" ? 4.0 : 2.0) * t.c * t.ffn_width / tp;
-  // transformers 5's grouped-GEMM experts path: per routed token (k per token) the expert-sorted input copy, gate_up
-  // (2I), the activation product (I), the expert output and its score-weighted copy (h each) coexist at its peak
-  // (measured on H100: Qwen3-30B-A3B-shaped prefill of 16K tokens holds 2.3 GiB beyond weights and cache).
-  if (s.moe.experts > 0 && !s.moe.dense_routing)
-    t.ffn_live = std::max(t.ffn_live, t.c * routed * (3.0 * t.h + 3.0 * double(s.moe.intermediate)) / tp);
+  // transformers 5's grouped_mm experts path (experts_prefill): per routed token (k per token) the expert-sorted
+  // input with gate_up's output and its copy (h + 4I), later four h-wide rows (input, output, weighted, restored;
+  // the last two fp32 after a DeepSeek-V3-style router).
+  if (grouped_experts(s)) {
+    const double I = double(s.moe.intermediate) / tp;
+    const double wb = routing_weight_bytes(s, t.c);
+    t.ffn_live = std::max(t.ffn_live, routed * std::max(t.c * (t.h + 4.0 * I), t.h * (2.0 * t.c + 2.0 * wb)));
+    // Decode runs batched_mm (generation/utils.py _optimize_model_for_decode): each sequence's k experts' weights
+    // gathered, gate_up (2I × h) and down (h × I).
+    t.decode_experts = t.b * routed * 3.0 * I * t.h * t.c;
+  }
   t.prefill_tok = t.ffn_live + 2.0 * t.c * t.h + 4.0 * t.h;
+  if (s.linear.kind == LinearAttentionKind::gated_deltanet && !s.linear_layers.empty())
+    t.linear_tok = gated_delta_tok(s, t.c, tp) + 2.0 * t.c * t.h;
   if (s.moe.dense_routing) t.prefill_tok += 2.0 * t.c * t.h * routed / tp;  // the repeated and the weighted input
   // Attention scores when the kernel materialises them (eager, or SDPA's math path for fp32 GQA): HF eager keeps
   // the scaled scores, the masked scores, the fp32 softmax and its 16-bit cast (3 c + 4 B per element; measured on
@@ -318,7 +359,7 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
 }
 
 // HF generate's moments: the last layer of prefill, the logits, a decode step's cache append.
-inline std::vector<Moment> generate_moments(const InferenceTensors& t, const InferenceWorkload& w) {
+inline std::vector<Moment> generate_moments(const InferenceTensors& t) {
   std::vector<Moment> moments;
   auto add = [&](const char* phase, const char* what, double kv, double acts, double lg) {
     MemoryComponents m;
@@ -330,14 +371,11 @@ inline std::vector<Moment> generate_moments(const InferenceTensors& t, const Inf
     moments.push_back(Moment{phase, what, m});
   };
   add("prefill", "last layer", t.kv_after_prefill, t.b * t.chunk * t.prefill_tok + t.scores, 0);
+  if (t.linear_tok > 0) add("prefill", "linear attention", t.kv_after_prefill, t.b * t.chunk * t.linear_tok, 0);
   add("prefill", "logits", t.kv_after_prefill, t.b * t.chunk * t.c * t.h, t.logits);
   // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
   add("decode", "cache append", t.kv_final, t.kv_layer_max, t.logits);
-  // The replay does not see every small tensor generate makes; measured over the calibration inference cases the
-  // reserve is at least half the final cache (torch.cat growth leaves blocks one token too short) plus the caching
-  // share of the working set, so that is its floor.
-  if (w.profile == Profile::pytorch && w.new_tokens > 1)
-    for (auto& m : moments) m.new_segment = Bytes(0.5 * t.kv_final);
+  if (t.decode_experts > 0) add("decode", "experts gathered", t.kv_final, t.decode_experts, t.logits);
   return moments;
 }
 
@@ -368,29 +406,62 @@ Id qk_norm(Sink& A, Id proj, double n, double rows, double c) {
   return out;
 }
 
-// One prefill layer: norm, projections and rotary embeddings (the cache keeps the rotated k and v), attention,
-// the output projection, the second norm and the FFN. Leaves the layer's keys and values allocated.
-// A linear-attention layer is replayed with the same working tensors; it keeps its fixed state instead of k and v.
-// A layer reading an earlier layer's K and V (Gemma 4's shared layers) makes and keeps none of its own.
+// transformers' RMSNorm over `n` elements (`tok` rows), as the allocator traces of dense prefills record it
+// (traces/g5-llama31_8b-*, g5-llama32_1b-*): the fp32 copy and its square (freed once averaged), the normalised
+// fp32, the cast back and the weight's product.
+// nn.LayerNorm (GPT-2, GPT-NeoX) normalises in its kernel: its output only.
 template <class Sink>
-Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id resid,
-                        Id& key, Id& value, std::int64_t layer) {
+Id rms_norm(Sink& A, const ModelSpec& s, double n, double c) {
+  if (s.norm == NormKind::layer) return A.malloc(c * n);
+  const Id x32 = A.malloc(4.0 * n), sq = A.malloc(4.0 * n);
+  A.free(sq);
+  const Id y32 = A.malloc(4.0 * n);
+  A.free(x32);
+  const Id cast = A.malloc(c * n), out = A.malloc(c * n);
+  A.free(cast);
+  A.free(y32);
+  return out;
+}
+
+// apply_rotary_pos_emb on one projection of `bytes` (freed): x·cos, rotate_half's negated half and its cat, that
+// times sin, their sum (the same traces: +1024 +512 +1024 −512 +1024 −1024 +1024 −1024 −1024 MiB for q).
+template <class Sink>
+Id rotary(Sink& A, Id x, double bytes) {
+  const Id cos = A.malloc(bytes), half = A.malloc(bytes / 2), cat = A.malloc(bytes);
+  A.free(half);
+  const Id sin = A.malloc(bytes);
+  A.free(cat);
+  const Id out = A.malloc(bytes);
+  A.free(cos);
+  A.free(sin);
+  A.free(x);
+  return out;
+}
+
+// Attention in a prefill layer from the normed input: q, k, v (and q/k norms), rotary embeddings, two k/v-sized
+// blocks taken and freed, the scores where the kernel materialises them, the kernel's output (already laid out
+// token-major, so the transpose copies nothing), the output projection; the input and rotated q freed after it.
+// Leaves k and v allocated (none for a layer reading an earlier layer's K and V: Gemma 4's shared layers).
+template <class Sink>
+Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id normed, Id& key, Id& value,
+                     std::int64_t layer) {
   const bool linear = s.is_linear_layer(layer);
   const double c = t.c, h = t.h, q_dim = double(s.q_dim(layer));
   const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_tok[static_cast<std::size_t>(layer)] / 2;
-  Id up32 = A.malloc(4.0 * h * tok);  // RMSNorm's fp32 upcast
-  Id normed = A.malloc(c * h * tok);
-  A.free(up32);
   Id q0 = A.malloc(c * q_dim * tok);
   if (s.qk_norm) q0 = qk_norm(A, q0, q_dim * tok, s.qk_norm_full ? tok : double(s.heads) * tok, c);
   Id k0 = A.malloc(kv_half * tok);
   if (s.qk_norm) k0 = qk_norm(A, k0, kv_half / c * tok, s.qk_norm_full ? tok : double(s.shape(layer).kv_heads) * tok, c);
   value = A.malloc(kv_half * tok);
-  A.free(normed);
-  const Id q = A.malloc(c * q_dim * tok);
-  key = A.malloc(kv_half * tok);
-  A.free(q0);
-  A.free(k0);
+  const Id q = rotary(A, q0, c * q_dim * tok);
+  key = rotary(A, k0, kv_half * tok);
+  // Two k/v-sized blocks taken and given back before the kernel (the traces: +256 +256 −256 −256 MiB). By the
+  // traces' addresses they are the cache's own copies (DynamicLayer's first update concatenates onto empty tensors)
+  // and what is freed is the projections; replaying them that way moved Llama 3.1 8B's g2 cases 3–5 points under
+  // and OLMo 2 1B at batch 64 to −22 %, so the rest of the layer's order needs the same address-level check first.
+  const Id kc = A.malloc(kv_half * tok), vc = A.malloc(kv_half * tok);
+  A.free(kc);
+  A.free(vc);
   Id sc = AllocationTimeline::none, sc2 = AllocationTimeline::none;
   std::vector<Id> rep;  // math repeats k and v to every head and scales a copy of q
   if (t.scores > 0) {
@@ -406,23 +477,168 @@ Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double 
   A.free(sc);
   A.free(sc2);
   for (Id x : rep) A.free(x);
-  A.free(q);
   const Id attn = A.malloc(c * h * tok);
   A.free(o);
+  A.free(q);
+  A.free(normed);
+  return attn;
+}
+
+// transformers 5.17 grouped_mm_experts_forward (integrations/moe.py) over `tok` tokens, as the allocator trace of a
+// PhiMoE- and a Qwen3-Next-shaped prefill records it (traces/g3-*, S = k × tokens rows): the router's logits and
+// fp32 softmax, then the rows gathered in expert order (S × h), gate_up's output and a copy (S × 2I each), the
+// activation and its product with up (S × I), the down projection, its score-weighted copy, the copy restored to
+// token order and one more S × h temporary, then the sum over k (tokens × h). A shared expert (Qwen2-MoE, Qwen3-Next,
+// GLM-4.5) runs first as a gated MLP whose output waits for the routed one.
+template <class Sink>
+Id experts_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tp, double tok) {
+  const double c = t.c, h = t.h, I = double(s.moe.intermediate) / tp, k = double(s.moe.experts_per_token);
+  const double S = k * tok, E = double(s.moe.experts);
+  Id shared = AllocationTimeline::none;
+  if (s.moe.shared_experts > 0) {
+    const double w = double(s.moe.shared_experts * s.moe.shared_intermediate) / tp;
+    const Id g = A.malloc(c * w * tok), u = A.malloc(c * w * tok), act = A.malloc(c * w * tok);
+    A.free(g);
+    A.free(u);
+    shared = A.malloc(c * h * tok);
+    A.free(act);
+  }
+  const Id logits = A.malloc(c * E * tok), probs = A.malloc(4.0 * E * tok);
+  A.free(logits);
+  const Id topk = A.malloc(12.0 * S);  // fp32 weights and int64 indices
+  A.free(probs);
+  const Id rows = A.malloc(c * h * S), gate_up = A.malloc(c * 2 * I * S), copy = A.malloc(c * 2 * I * S);
+  A.free(gate_up);
+  const Id act = A.malloc(c * I * S), gated = A.malloc(c * I * S);
+  A.free(act);
+  A.free(copy);
+  const Id down = A.malloc(c * h * S);
+  A.free(gated);
+  // fp32 routing weights (DeepSeek-V3-style routers) promote the weighted rows, their restored copy and the sum to
+  // fp32, and the down projection stays allocated beside them (traces/g5-glm45air_6l-*: +4096 +4096 MiB fp32 rows).
+  const double wb = routing_weight_bytes(s, c);
+  const Id weighted = A.malloc(wb * h * S);
+  if (wb == c) A.free(down);
+  const Id restored = A.malloc(wb * h * S), tmp = wb == c ? A.malloc(c * h * S) : AllocationTimeline::none;
+  A.free(tmp);
+  Id out = A.malloc(wb * h * tok);
+  if (wb != c) {  // the sum cast back to the activations' dtype
+    const Id cast = A.malloc(c * h * tok);
+    A.free(out);
+    out = cast;
+    A.free(down);
+  }
+  A.free(weighted);
+  A.free(restored);
+  A.free(rows);
+  A.free(topk);
+  if (shared != AllocationTimeline::none) {
+    const Id sum = A.malloc(c * h * tok);
+    A.free(out);
+    A.free(shared);
+    return sum;
+  }
+  return out;
+}
+
+// A gated-DeltaNet layer's prefill (transformers 5.17 Qwen3NextGatedDeltaNet.forward without the fla kernels,
+// torch_chunk_gated_delta_rule), as the allocator trace of a Qwen3-Next-shaped prefill records it
+// (traces/g3-qwen3_next_8l-*): the qkvz and ba projections; q, k, v and z copied out of them; q|k|v concatenated,
+// made contiguous for the depthwise conv1d, convolved (with its padding) and activated; q and k repeated to the value
+// heads; in the kernel q, k, v in fp32, each padded and q scaled (a copy replacing each), β-weighted k and v, the
+// chunk decay mask and attention within chunks (chunk × chunk per token and head), and five more fp32 head-width
+// tensors (attn @ v_β, the cumulative decay, the output, ...); then the output cast back, the gated RMSNorm (fp32)
+// and the output projection. Leaves the conv window and the recurrent state (`conv`, `state`).
+template <class Sink>
+Id gated_delta_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tp, double tok, Id& conv, Id& state) {
+  const DeltaWidths d = delta_widths(s, tp);
+  const double c = t.c, n = tok, hk = 4.0 * d.heads * d.dk * n, hv = 4.0 * d.heads * d.dv * n;
+  const double cc = 4.0 * d.heads * DeltaWidths::chunk * n;
+  const Id qkvz = A.malloc(c * (2 * d.kd + 2 * d.vd) * n), ba = A.malloc(c * 2 * d.heads * n);
+  const Id v = A.malloc(c * d.vd * n), z = A.malloc(c * d.vd * n), q = A.malloc(c * d.kd * n), k = A.malloc(c * d.kd * n);
+  const Id mixed = A.malloc(c * d.conv * n), in = A.malloc(c * d.conv * n);
+  const Id conv_out = A.malloc(c * d.conv * (n + double(s.linear.conv_kernel - 1) * t.b));
+  A.free(in);
+  const Id qkv = A.malloc(c * d.conv * n);
+  A.free(conv_out);
+  A.free(mixed);
+  for (Id x : {q, k, v}) A.free(x);
+  const bool repeat = s.linear.value_heads > s.linear.key_heads;
+  const Id qr = repeat ? A.malloc(c * d.heads * d.dk * n) : AllocationTimeline::none;
+  const Id kr = repeat ? A.malloc(c * d.heads * d.dk * n) : AllocationTimeline::none;
+  const double qkv32[3] = {hk, hk, hv};
+  std::vector<Id> kernel{A.malloc(hk), A.malloc(hk), A.malloc(hv)};  // q, k, v in fp32
+  for (std::size_t i = 0; i < 3; ++i) {  // F.pad's copies, then q scaled
+    const Id padded = A.malloc(qkv32[i]);
+    A.free(kernel[i]);
+    kernel[i] = padded;
+  }
+  const Id scaled = A.malloc(hk);
+  A.free(kernel[0]);
+  kernel[0] = scaled;
+  kernel.push_back(A.malloc(hv));  // v_β
+  kernel.push_back(A.malloc(hk));  // k_β
+  for (int i = 0; i < 3; ++i) {    // the decay mask and attention within chunks: each built through a temporary
+    const Id tmp = A.malloc(cc);
+    kernel.push_back(A.malloc(cc));
+    A.free(tmp);
+  }
+  for (double x : {hv, hk, hv, hk, hv}) kernel.push_back(A.malloc(x));
+  state = A.malloc(4.0 * t.b * d.heads * d.dk * d.dv);
+  const Id core = A.malloc(c * d.vd * n);
+  for (Id x : kernel) A.free(x);
+  A.free(qr);
+  A.free(kr);
+  const Id up32 = A.malloc(hv), gate32 = A.malloc(hv);  // the gated RMSNorm in fp32
+  const Id normed = A.malloc(c * d.vd * n);
+  A.free(gate32);
+  A.free(up32);
+  A.free(core);
+  const Id out = A.malloc(c * t.h * n);
+  A.free(normed);
+  for (Id x : {qkvz, ba, z, qkv}) A.free(x);
+  conv = A.malloc(c * t.b * d.conv * double(s.linear.conv_kernel));
+  return out;
+}
+
+// One prefill layer: norm, projections and rotary embeddings (the cache keeps the rotated k and v), attention,
+// the output projection, the second norm and the FFN. Leaves the layer's keys and values allocated (a gated-DeltaNet
+// layer: its conv window and recurrent state; other linear-attention layers are replayed with attention's tensors).
+template <class Sink>
+Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tp, double tok, Id resid,
+                 Id& key, Id& value, std::int64_t l) {
+  const double c = t.c, h = t.h;
+  Id normed = rms_norm(A, s, h * tok, c);
+  const bool delta = s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
+  const Id attn = delta ? gated_delta_prefill(A, s, t, tp, tok, key, value)
+                        : attention_prefill(A, s, t, tok, normed, key, value, l);
+  if (delta) A.free(normed);
   const Id r1 = A.malloc(c * h * tok);
   A.free(attn);
   A.free(resid);
-  up32 = A.malloc(4.0 * h * tok);
-  normed = A.malloc(c * h * tok);
-  A.free(up32);
-  const int parts = s.mlp == MlpKind::gated ? 3 : 2;
-  std::vector<Id> ffn;
-  for (int k = 0; k < parts; ++k) ffn.push_back(A.malloc(t.ffn_live / double(parts) * tok));
+  normed = rms_norm(A, s, h * tok, c);
+  Id ffn_out = AllocationTimeline::none;
+  if (s.is_moe_layer(l) && grouped_experts(s)) {
+    ffn_out = experts_prefill(A, s, t, tp, tok);
+  } else if (s.mlp == MlpKind::gated) {  // act(gate) · up: gate, its activation, up, their product (traced)
+    const double i = s.is_moe_layer(l) ? t.ffn_live / 3.0 : c * double(s.intermediate_at(l)) / tp;
+    const Id gate = A.malloc(i * tok), act = A.malloc(i * tok);
+    A.free(gate);
+    const Id up = A.malloc(i * tok), prod = A.malloc(i * tok);
+    A.free(act);
+    A.free(up);
+    ffn_out = A.malloc(c * h * tok);
+    A.free(prod);
+  } else {
+    const int parts = 2;
+    std::vector<Id> ffn;
+    for (int k = 0; k < parts; ++k) ffn.push_back(A.malloc(t.ffn_live / double(parts) * tok));
+    ffn_out = A.malloc(c * h * tok);
+    for (Id x : ffn) A.free(x);
+  }
   A.free(normed);
-  const Id down = A.malloc(c * h * tok);
-  for (Id x : ffn) A.free(x);
   const Id out = A.malloc(c * h * tok);
-  A.free(down);
+  A.free(ffn_out);
   A.free(r1);
   return out;
 }
@@ -462,7 +678,7 @@ Prefilled generate_prefill(Sink& A, const ModelSpec& s, const InferenceWorkload&
   A.phase = AllocationTimeline::Phase::forward;  // prefill
   auto resid = A.malloc(t.c * t.h * (t.b * t.chunk));
   for (std::size_t i = 0; i < L; ++i)
-    resid = prefill_layer(A, s, t, t.b * t.chunk, resid, p.keys[i], p.values[i], std::int64_t(i));
+    resid = prefill_layer(A, s, t, tp, t.b * t.chunk, resid, p.keys[i], p.values[i], std::int64_t(i));
   p.logits = A.malloc(t.logits);
   A.free(resid);
   return p;
@@ -482,16 +698,24 @@ void generate_decode(Sink& A, Prefilled p, const ModelSpec& s, const InferenceWo
     const Id x = A.malloc(t.c * t.h * t.b);
     for (std::size_t i = 0; i < L; ++i) {
       const auto l = static_cast<std::int64_t>(i);
-      if (!s.keeps_kv(l)) continue;  // a linear layer's state is updated in place; a shared layer keeps none
-      const double kv_half = t.kv_tok[i] / 2;
-      const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
-      const Id k2 = A.malloc(kv_half * t.b * n);
-      A.free(p.keys[i]);
-      p.keys[i] = k2;
-      const Id v2 = A.malloc(kv_half * t.b * n);
-      A.free(p.values[i]);
-      p.values[i] = v2;
-      len[i] = n;
+      if (s.keeps_kv(l)) {  // a linear layer's state is updated in place; a shared layer keeps none
+        const double kv_half = t.kv_tok[i] / 2;
+        const double n = s.is_sliding_layer(l) ? std::min(len[i] + grow, double(s.sliding_window - 1)) : len[i] + grow;
+        const Id k2 = A.malloc(kv_half * t.b * n);
+        A.free(p.keys[i]);
+        p.keys[i] = k2;
+        const Id v2 = A.malloc(kv_half * t.b * n);
+        A.free(p.values[i]);
+        p.values[i] = v2;
+        len[i] = n;
+      }
+      if (t.decode_experts > 0 && s.is_moe_layer(l)) {
+        // batched_mm_experts_forward: gate_up_proj[expert_ids] (2I × h per row), then down_proj[expert_ids]
+        // (h × I), both freed when it returns (traces/g3-phimoe_8l-*: +3200, +1600, −3200, −1600 MiB at batch 16).
+        const Id gate_up = A.malloc(t.decode_experts * 2.0 / 3.0), down = A.malloc(t.decode_experts / 3.0);
+        A.free(gate_up);
+        A.free(down);
+      }
     }
     A.free(p.logits);
     p.logits = A.malloc(t.logits);
@@ -1071,7 +1295,7 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
   if (w.profile == Profile::sglang) return sglang_estimate(est, s, w, t);
   if (llama_cpp_engine(w.profile)) return llama_cpp_estimate(est, s, w, t);
 
-  const std::vector<Moment> moments = generate_moments(t, w);
+  const std::vector<Moment> moments = generate_moments(t);
   if (pytorch && replay)
     hf_generate_memory(est, s, w, t, moments);
   else

@@ -125,11 +125,18 @@ def sglang_predicted(r):
 GGML_KV = {"f16": None, "q8_0": "int8", "q4_0": "int4"}
 
 
+def backend_of(c):
+    """The ggml back end a llama.cpp/Ollama log ran on, from the device it names: Metal, Vulkan, ROCm, else CUDA."""
+    g = (c.get("gpu_logged") or "") + " " + (c.get("gpu") or "")
+    return ("metal" if "apple" in g.lower() or "metal" in g.lower() else "vulkan" if "vulkan" in g.lower()
+            else "rocm" if "rocm" in g.lower() or "rx-" in g or "radeon" in g.lower() else "cuda")
+
+
 def llama_cpp_command(binary, c):
     s = c["settings"]
     model = c["model"]
     src = ["--config", os.path.join(ROOT, model)] if model.endswith(".json") else ["--model", model]
-    args = [binary, "infer"] + src + ["--profile", "llama.cpp", "--weights", s["weights"],
+    args = [binary, "infer"] + src + ["--profile", "llama.cpp", "--backend", backend_of(c), "--weights", s["weights"],
                                       "--context", str(s["n_ctx"]), "--ubatch", str(s["n_ubatch"]),
                                       "--parallel", str(s["parallel"]), "--flash-attn", s["flash_attn"],
                                       "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
@@ -140,7 +147,9 @@ def llama_cpp_command(binary, c):
 
 def ollama_command(binary, c):
     s = c["settings"]
-    return [binary, "infer", "--model", c["model"], "--profile", "ollama", "--weights", s["weights"],
+    model = c["model"]
+    src = ["--config", os.path.join(ROOT, model)] if model.endswith(".json") else ["--model", model]
+    return [binary, "infer"] + src + ["--profile", "ollama", "--backend", backend_of(c), "--weights", s["weights"],
             "--num-ctx", str(s["num_ctx"]), "--num-parallel", str(s["num_parallel"]), "--flash-attn", s["flash_attn"],
             "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
 
@@ -375,10 +384,9 @@ def coverage(cases):
     lines = ["## Coverage against the collection's targets", "", "| what | collected | target |", "|---|---|---|"]
     lines += [f"| {k} | {have[k]} | {v} |" for k, v in TARGETS.items()]
     backends = {}
+    names = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "metal": "Metal"}
     for c in by("llama_cpp") + by("ollama"):
-        g = (c.get("gpu_logged") or "") + " " + (c.get("gpu") or "")
-        b = ("Metal" if "apple" in g.lower() or "metal" in g.lower() else "Vulkan" if "vulkan" in g.lower()
-             else "ROCm" if "rocm" in g.lower() or "rx-" in g or "radeon" in g.lower() else "CUDA")
+        b = names[backend_of(c)]
         backends[b] = backends.get(b, 0) + 1
     lines += ["", "llama.cpp and Ollama start-ups by backend: " +
               ", ".join(f"{b} {n}" for b, n in sorted(backends.items())) + ".", ""]

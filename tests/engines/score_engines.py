@@ -450,8 +450,9 @@ def collected_markdown(cases, rows, unrun):
 
 
 # Ratchets on the collected start-ups (issue #42 item 8): ENGINE/SPLIT/WHAT/FROM:MEDIAN/WORST, WHAT "kv" (pool, tokens,
-# concurrency) or "weights", FROM a release (the cases logged at or after it) or "all", limits in percent.
-WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}}
+# concurrency), "weights" or "buffers" (llama.cpp's and Ollama's model, KV and compute buffers), FROM a release (the
+# cases logged at or after it) or "all", limits in percent.
+WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}, "buffers": {"llama.cpp buffers"}}
 
 
 def release_key(v):
@@ -462,9 +463,9 @@ def collected_limits(rows, specs):
     """One line per limit; False when a figure is over its limit or the spec is malformed."""
     ok = True
     for spec in specs:
-        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
+        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights|buffers)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
         if not m:
-            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST)", file=sys.stderr)
+            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights|buffers/FROM:MEDIAN/WORST)", file=sys.stderr)
             return False
         engine, split, what, since, med_max, worst_max = m.groups()
         errs = [abs(r["error"]) * 100 for r in rows
@@ -517,7 +518,7 @@ def main():
     ap.add_argument("--collected", action="store_true",
                     help="score the collected start-ups as a report (exit 0 unless a --limit is over)")
     ap.add_argument("--limit", action="append", default=[],
-                    help="with --collected: ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
+                    help="with --collected: ENGINE/SPLIT/kv|weights|buffers/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
     a = ap.parse_args()
     if a.collected:
         return main_collected(a)

@@ -920,14 +920,15 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   if (backend == LlamaCppBackend::vulkan) vulkan_allocation_check(est, s, t, k);
   const std::int64_t host_experts = p.host_expert_layers();
   const std::string where =
-      scheduled ? "Ollama's scheduler: the layers that leave 457 MiB" +
+      scheduled ? "Ollama's scheduler: the layers that leave " +
+                      std::to_string(std::llround(OllamaProfile::minimum_memory_for(backend) / 1048576.0)) + " MiB" +
                       std::string(k.gpu_overhead_bytes > 0 ? " + OLLAMA_GPU_OVERHEAD" : "") + " of " +
                       detail::decimal(ollama_free / 1073741824.0, 2) + " GiB free: "
       : fit ? "--fit to " + detail::decimal(free / 1073741824.0, 2) + " GiB free less --fit-target " +
                 std::to_string(std::llround(k.fit_target_mib)) + " MiB: "
           : placed_by_flags ? "" : "no -ngl (" + std::string(row.all_layers || ollama ? "all" : "none") + " by default): ";
   est.assumptions.push_back(
-      "profile llama.cpp " + build.build() + " (" + std::string(spell<LlamaCppBackend>(llama_cpp_backend_names, backend)) +
+      "profile llama.cpp " + build.build() + " (" + llama_cpp_backend_label(backend) +
       (build == row.from ? "" : ", as modelled from " + row.from.build()) +
       "): " + where + "-ngl " + std::to_string(p.gpu_layers) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer)" +

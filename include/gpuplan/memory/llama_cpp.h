@@ -73,6 +73,15 @@ inline constexpr std::array<Spelling<LlamaCppBackend>, 4> llama_cpp_backend_name
                                                                                   {LlamaCppBackend::rocm, "rocm"},
                                                                                   {LlamaCppBackend::vulkan, "vulkan"},
                                                                                   {LlamaCppBackend::metal, "metal"}}};
+// As ggml's logs name them (CUDA0, ROCm0, Vulkan0, Metal).
+inline const char* llama_cpp_backend_label(LlamaCppBackend b) {
+  switch (b) {
+    case LlamaCppBackend::rocm: return "ROCm";
+    case LlamaCppBackend::vulkan: return "Vulkan";
+    case LlamaCppBackend::metal: return "Metal";
+    default: return "CUDA";
+  }
+}
 // The one allocation a Vulkan compute tensor must fit: maxMemoryAllocationSize (maxBufferSize from PR #16354) as
 // AMD's RADV and Intel's ANV report it, 4 GiB; ggml_vulkan logs "Requested buffer size exceeds device memory
 // allocation limit" above it (issue #15009: 4,757,131,264 B on a Radeon 8060S; 0cc4m there: "we cannot allocate

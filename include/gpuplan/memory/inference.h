@@ -746,6 +746,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
 struct LlamaCppBuffers {
   double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
   double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, whole layers, the output)
+  double row_padding = 0;   // of gpu_weights, what ggml-cuda adds to quantized tensors (LlamaCppRowPadding)
   double gpu() const { return gpu_weights + gpu_kv + compute; }
 };
 
@@ -773,12 +774,16 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     const double host_experts = i < p.host_expert_share.size() ? p.host_expert_share[i] * wb.per_layer_experts[i].in(unit::bytes) : 0.0;
     const double padding = i < t.row_padding.per_layer.size() ? t.row_padding.per_layer[i] : 0.0;
     b.gpu_weights += layer - host_experts + padding;
+    b.row_padding += padding;
     b.host_weights += host_experts;
     b.host_experts += host_experts;
     b.gpu_kv += kv;
   }
   (output_on_gpu ? b.gpu_weights : b.host_weights) += wb.output.in(unit::bytes);
-  if (output_on_gpu) b.gpu_weights += t.row_padding.output;
+  if (output_on_gpu) {
+    b.gpu_weights += t.row_padding.output;
+    b.row_padding += t.row_padding.output;
+  }
   const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(k.flash_attn)));
   // The GPU reserves its layers' attention phase and the logits (with a copy of the output matrix when it stays on
   // the host; a tied head is the token embedding, typed by the output rules).
@@ -786,6 +791,7 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
   const double host_output = output_on_gpu ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
   b.compute = llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, first_gpu < L);
   b.gpu_weights /= double(w.tp);
+  b.row_padding /= double(w.tp);
   return b;
 }
 
@@ -937,8 +943,9 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
       std::to_string(LlamaCppProfile::kv_pad(k.flash_attn)) + " cells" +
       (llama_cpp_iswa(s) ? ", sliding-window layers in their own cache" : "") + "; n_ubatch " +
       std::to_string(k.n_ubatch) + ", flash attention " + (k.flash_attn ? "on" : "off") +
-      (backend == LlamaCppBackend::cuda || backend == LlamaCppBackend::rocm
-           ? "; quantized rows padded to 512 (ggml-cuda); CUDA context ~0.35 GB" : ""));
+      (b.row_padding > 0 ? "; ggml-cuda pads quantized rows to 512: +" + detail::decimal(b.row_padding / 1048576.0, 2) + " MiB"
+                         : "") +
+      (backend == LlamaCppBackend::cuda || backend == LlamaCppBackend::rocm ? "; CUDA context ~0.35 GB" : ""));
   return est;
 }
 

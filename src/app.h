@@ -117,6 +117,7 @@ struct InferOptions {
   std::string llama_fit;  // llama.cpp --fit on|off (empty: the build's default)
   std::string gpu_free;   // llama.cpp: free memory at start
   std::string gpu_overhead;  // Ollama: OLLAMA_GPU_OVERHEAD
+  std::string llama_backend;  // llama.cpp / Ollama: cuda | rocm | vulkan | metal (empty: by the device)
   std::string host_memory_bandwidth;  // llama.cpp: the host's memory bandwidth (default dual-channel DDR5-5600)
   std::string host_memory;  // llama.cpp/Ollama: the host memory the part left on the CPU may take (default: not checked)
   std::int64_t n_cpu_moe = -1;

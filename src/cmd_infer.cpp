@@ -88,6 +88,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   add_length_option(cmd, "--ubatch", w.llama_cpp.n_ubatch, "llama.cpp -ub: tokens per compute ubatch (default 512)");
   cmd.add_option("--flash-attn", o.flash_attn,
                  "llama.cpp -fa / OLLAMA_FLASH_ATTENTION: on (default: both engines' auto enables it on CUDA) | off");
+  cmd.add_option("--backend", o.llama_backend,
+                 "llama.cpp / Ollama ggml back end: cuda | rocm | vulkan | metal (default by --gpu: AMD rocm, Apple "
+                 "metal, else cuda)");
   cmd.add_option("--parallel,--num-parallel", w.llama_cpp.n_parallel,
                  "llama.cpp -np / OLLAMA_NUM_PARALLEL: sequences sharing the context (default 1)");
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
@@ -161,6 +164,8 @@ nlohmann::json infer_report(const InferOptions& o) {
     if (o.llama_fit != "on" && o.llama_fit != "off") throw InputError("--fit: expected on or off");
     w.llama_cpp.fit = o.llama_fit == "on";
   }
+  if (!o.llama_backend.empty())
+    w.llama_cpp.backend = parse_enum<LlamaCppBackend>(llama_cpp_backend_names, o.llama_backend, "backend");
   if (!(w.llama_cpp.fit_target_mib >= 0 && w.llama_cpp.fit_target_mib <= 1e7)) throw InputError("--fit-target must be 0 or more MiB");
   if (!o.gpu_free.empty()) w.llama_cpp.gpu_free = parse_bytes(o.gpu_free);
   if (!o.gpu_overhead.empty()) w.llama_cpp.gpu_overhead_bytes = parse_bytes(o.gpu_overhead).in(unit::bytes);
@@ -194,6 +199,11 @@ nlohmann::json infer_report(const InferOptions& o) {
     w.cuda_total = device->cuda_total_memory;
     w.device_is_a100 = device->id.rfind("a100", 0) == 0;
     w.device_is_rocm = device->vendor == "AMD";
+    // llama.cpp's back end for the device unless --backend names one: HIP on AMD, Metal on a Mac, else CUDA.
+    if (!w.llama_cpp.backend)
+      w.llama_cpp.backend = device->vendor == "AMD"     ? LlamaCppBackend::rocm
+                            : device->vendor == "Apple" ? LlamaCppBackend::metal
+                                                        : LlamaCppBackend::cuda;
     w.link = gpu_link_of(device->interconnect);
     w.mxfp4_kernel = mxfp4_backend(device->memory_type.rfind("HBM", 0) == 0, device->peak.fp8.has_value(),
                                    device->peak.fp4.has_value());

@@ -73,8 +73,9 @@ struct Device {
 
 // Metal's recommendedMaxWorkingSetSize on a unified-memory Mac: what its GPU buffers may take, which ggml-metal
 // reports as the device's total (llama.cpp and Ollama place layers for it): 2/3 of RAM below 36 GB, 3/4 from 36 GB
-// (logged: 11,453.25 MB on a 16 GB M4, llama.cpp issue #11083; 38,654.71 MB on a 48 GB M3 Max, LLamaSharp issue
-// #835; Apple's catalog note in data/hardware/apple.json). `sysctl iogpu.wired_limit_mb` raises it.
+// (logged: 5,726.63 MB on an 8 GB M1, run-llama/llama_index PR #13139; 11,453.25 MB on a 16 GB M4, llama.cpp issue
+// #11083; 38,654.71 MB on a 48 GB M3 Max, LLamaSharp issue #835; Apple's catalog note in data/hardware/apple.json).
+// `sysctl iogpu.wired_limit_mb` raises it.
 inline Bytes metal_working_set(Bytes ram) {
   const double b = ram.in(unit::bytes);
   return Bytes(b * (b >= 36.0 * 1073741824.0 ? 3.0 / 4.0 : 2.0 / 3.0));

@@ -127,11 +127,18 @@ def sglang_predicted(r):
 GGML_KV = {"f16": None, "q8_0": "int8", "q4_0": "int4"}
 
 
+def backend_of(c):
+    """The ggml back end a llama.cpp/Ollama log ran on, from the device it names: Metal, Vulkan, ROCm, else CUDA."""
+    g = (c.get("gpu_logged") or "") + " " + (c.get("gpu") or "")
+    return ("metal" if "apple" in g.lower() or "metal" in g.lower() else "vulkan" if "vulkan" in g.lower()
+            else "rocm" if "rocm" in g.lower() or "rx-" in g or "radeon" in g.lower() else "cuda")
+
+
 def llama_cpp_command(binary, c):
     s = c["settings"]
     model = c["model"]
     src = ["--config", os.path.join(ROOT, model)] if model.endswith(".json") else ["--model", model]
-    args = [binary, "infer"] + src + ["--profile", "llama.cpp", "--weights", s["weights"],
+    args = [binary, "infer"] + src + ["--profile", "llama.cpp", "--backend", backend_of(c), "--weights", s["weights"],
                                       "--context", str(s["n_ctx"]), "--ubatch", str(s["n_ubatch"]),
                                       "--parallel", str(s["parallel"]), "--flash-attn", s["flash_attn"],
                                       "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
@@ -142,7 +149,9 @@ def llama_cpp_command(binary, c):
 
 def ollama_command(binary, c):
     s = c["settings"]
-    return [binary, "infer", "--model", c["model"], "--profile", "ollama", "--weights", s["weights"],
+    model = c["model"]
+    src = ["--config", os.path.join(ROOT, model)] if model.endswith(".json") else ["--model", model]
+    return [binary, "infer"] + src + ["--profile", "ollama", "--backend", backend_of(c), "--weights", s["weights"],
             "--num-ctx", str(s["num_ctx"]), "--num-parallel", str(s["num_parallel"]), "--flash-attn", s["flash_attn"],
             "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
 
@@ -377,10 +386,9 @@ def coverage(cases):
     lines = ["## Coverage against the collection's targets", "", "| what | collected | target |", "|---|---|---|"]
     lines += [f"| {k} | {have[k]} | {v} |" for k, v in TARGETS.items()]
     backends = {}
+    names = {"cuda": "CUDA", "rocm": "ROCm", "vulkan": "Vulkan", "metal": "Metal"}
     for c in by("llama_cpp") + by("ollama"):
-        g = (c.get("gpu_logged") or "") + " " + (c.get("gpu") or "")
-        b = ("Metal" if "apple" in g.lower() or "metal" in g.lower() else "Vulkan" if "vulkan" in g.lower()
-             else "ROCm" if "rocm" in g.lower() or "rx-" in g or "radeon" in g.lower() else "CUDA")
+        b = names[backend_of(c)]
         backends[b] = backends.get(b, 0) + 1
     lines += ["", "llama.cpp and Ollama start-ups by backend: " +
               ", ".join(f"{b} {n}" for b, n in sorted(backends.items())) + ".", ""]
@@ -444,8 +452,9 @@ def collected_markdown(cases, rows, unrun):
 
 
 # Ratchets on the collected start-ups (issue #42 item 8): ENGINE/SPLIT/WHAT/FROM:MEDIAN/WORST, WHAT "kv" (pool, tokens,
-# concurrency) or "weights", FROM a release (the cases logged at or after it) or "all", limits in percent.
-WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}}
+# concurrency), "weights" or "buffers" (llama.cpp's and Ollama's model, KV and compute buffers), FROM a release (the
+# cases logged at or after it) or "all", limits in percent.
+WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}, "buffers": {"llama.cpp buffers"}}
 
 
 def release_key(v):
@@ -456,9 +465,9 @@ def collected_limits(rows, specs):
     """One line per limit; False when a figure is over its limit or the spec is malformed."""
     ok = True
     for spec in specs:
-        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
+        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights|buffers)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
         if not m:
-            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST)", file=sys.stderr)
+            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights|buffers/FROM:MEDIAN/WORST)", file=sys.stderr)
             return False
         engine, split, what, since, med_max, worst_max = m.groups()
         errs = [abs(r["error"]) * 100 for r in rows
@@ -511,7 +520,7 @@ def main():
     ap.add_argument("--collected", action="store_true",
                     help="score the collected start-ups as a report (exit 0 unless a --limit is over)")
     ap.add_argument("--limit", action="append", default=[],
-                    help="with --collected: ENGINE/SPLIT/kv|weights/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
+                    help="with --collected: ENGINE/SPLIT/kv|weights|buffers/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
     a = ap.parse_args()
     if a.collected:
         return main_collected(a)

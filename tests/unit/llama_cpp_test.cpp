@@ -74,7 +74,7 @@ TEST_CASE("llama.cpp: the compute buffer is the larger of the f32 scores and the
   CHECK(llama_cpp_compute_bytes(q, 4096, 512, false, 0.0) == 298.75 * kMiB);
   CHECK(llama_cpp_compute_bytes(q, 4096, 512, false, 0.0) == Approx(300.75 * kMiB).epsilon(0.01));
   // Mistral 7B, n_ctx 8192, n_ubatch 256, flash attention off; logged 280.00 MiB: the scores 32 × 8192 × 256 × 4 B
-  // = 256 MiB, the f16 mask 4 MiB and five f32 hidden rows 20 MiB.
+  // = 256 MiB, the f32 mask 8 MiB and two hidden and two attention-width f32 rows (4096 wide) 16 MiB.
   CHECK(llama_cpp_compute_bytes(find_preset("mistral-7b").spec, 8192, 256, false, 0.0) == 280 * kMiB);
   // With flash attention the scores are never materialised; with the output layer on the host and ubatches below 32
   // tokens (not offloaded) the GPU holds no logits.
@@ -91,6 +91,37 @@ TEST_CASE("llama.cpp: the compute buffer is the larger of the f32 scores and the
     w.llama_cpp.flash_attn = fa;
     CHECK(estimate_inference_memory(pythia, w).memory.components.activations.in(unit::bytes) == 213'903'872.0);
   }
+}
+
+TEST_CASE("llama.cpp back ends: ggml-cuda pads quantized rows, Vulkan's one allocation, Ollama's Metal reserve", "[llama.cpp]") {
+  // OpenLLaMA 3B (hidden 3200, FFN 8640) in Q4_0, as Ollama's orca-mini on a ROCm 7900 XTX logged it (1832.60 MiB):
+  // q, k, v, o, gate and up have rows of 3200 = 6 × 512 + 128, each padded by 384 Q4_0 weights (216 B); down's rows
+  // of 8640 by 64 (36 B); the output (Q6_K falls back to Q8_0 for rows of 3200) by 384 Q8_0 weights (408 B).
+  std::ifstream f(std::string(GPUPLAN_TEST_DATA) + "/engines/configs/open-llama-3b.json");
+  const ModelSpec m = model_from_hf_config(nlohmann::json::parse(f), "open-llama-3b");
+  const LlamaCppRowPadding pad = llama_cpp_row_padding(m, WeightFormat::q4_0);
+  REQUIRE(pad.per_layer.size() == 26);
+  CHECK(pad.per_layer[0] == 6 * 216.0 + 36.0);
+  CHECK(pad.output == 408.0);
+  auto w = llama_cpp(2048);
+  w.weights = WeightFormat::q4_0;
+  w.llama_cpp.n_gpu_layers = 27;
+  const double cuda = estimate_inference_memory(m, w).memory.components.weights.in(unit::bytes);
+  w.llama_cpp.backend = LlamaCppBackend::metal;  // ggml-metal sizes a tensor by ggml_nbytes
+  const double metal = estimate_inference_memory(m, w).memory.components.weights.in(unit::bytes);
+  CHECK(cuda - metal == 26 * (6 * 216.0 + 36.0) + 408.0);
+  CHECK(cuda / kMiB == Approx(1832.60).epsilon(1e-5));
+  // Vulkan: Qwen3-30B-A3B at 70016 cells without flash attention holds 32 × 70016 × 512 × 4 B = 4.27 GiB of scores in
+  // one tensor, above the 4 GiB one allocation may hold: the start-up fails (llama.cpp issue #15009).
+  auto v = llama_cpp(70000);
+  v.llama_cpp.flash_attn = false;
+  v.llama_cpp.backend = LlamaCppBackend::vulkan;
+  CHECK(estimate_inference_memory(find_preset("qwen3-30b-a3b").spec, v).serving.starts == false);
+  v.llama_cpp.flash_attn = true;
+  CHECK(!estimate_inference_memory(find_preset("qwen3-30b-a3b").spec, v).serving.starts);
+  // Ollama keeps 512 MiB of a Mac's working set free (metalMinimumMemory), 457 MiB of a CUDA or ROCm GPU.
+  CHECK(OllamaProfile::minimum_memory_for(LlamaCppBackend::metal) == 512 * kMiB);
+  CHECK(OllamaProfile::minimum_memory_for(LlamaCppBackend::rocm) == 457 * kMiB);
 }
 
 TEST_CASE("llama.cpp: bad engine knobs are refused", "[llama.cpp]") {

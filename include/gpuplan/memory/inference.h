@@ -237,6 +237,7 @@ struct InferenceTensors {
   double logits = 0;         // last-position logits and generate's fp32 copy
   double workspace = 0;      // cuBLAS workspaces
   bool latent = false;       // MLA's latent cache (vLLM)
+  LlamaCppRowPadding row_padding;  // llama.cpp on CUDA/ROCm: what ggml-cuda adds to each layer's tensors and the output
 };
 
 namespace detail {
@@ -351,6 +352,10 @@ inline InferenceTensors inference_tensors(const ModelSpec& s, const InferenceWor
                                  : weight_bytes(s, format, w.group_size, /*gguf_file=*/llama_cpp_engine(w.profile));
   t.wb.encoder = w.vision_encoder;  // sharded over tp like the language model (vLLM's mm_encoder_tp_mode "weights")
   t.weights = t.wb.total().in(unit::bytes) / double(w.tp);
+  const LlamaCppBackend backend = w.llama_cpp.backend_or_default();
+  if (llama_cpp_engine(w.profile) && !(w.stored && !w.weights) &&
+      (backend == LlamaCppBackend::cuda || backend == LlamaCppBackend::rocm))
+    t.row_padding = llama_cpp_row_padding(s, format);
   detail::kv_cache_tensors(t, s, w, kv);
   detail::prefill_tensors(t, s, w);
   t.logits = t.b * double(s.vocab) * (t.c + 4.0);  // last-position logits (logits_to_keep = 1) and an fp32 copy
@@ -1003,6 +1008,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
 struct LlamaCppBuffers {
   double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
   double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, dense weights, the output)
+  double row_padding = 0;   // of gpu_weights, what ggml-cuda adds to quantized tensors (LlamaCppRowPadding)
   double gpu() const { return gpu_weights + gpu_kv + compute; }
 };
 
@@ -1031,12 +1037,18 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
       continue;
     }
     const double host_experts = i < p.host_expert_share.size() ? p.host_expert_share[i] * wb.per_layer_experts[i].in(unit::bytes) : 0.0;
-    b.gpu_weights += layer - host_experts;
+    const double padding = i < t.row_padding.per_layer.size() ? t.row_padding.per_layer[i] : 0.0;
+    b.gpu_weights += layer - host_experts + padding;
+    b.row_padding += padding;
     b.host_weights += host_experts;
     b.host_experts += host_experts;
     b.gpu_kv += kv;
   }
   (output_on_gpu ? b.gpu_weights : b.host_weights) += wb.output.in(unit::bytes);
+  if (output_on_gpu) {
+    b.gpu_weights += t.row_padding.output;
+    b.row_padding += t.row_padding.output;
+  }
   const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(k.flash_attn)));
   // The GPU reserves its layers' attention phase and the logits (with a copy of the output matrix when it stays on
   // the host; a tied head is the token embedding, typed by the output rules).
@@ -1044,6 +1056,7 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
   const double host_output = output_on_gpu ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
   b.compute = llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, first_gpu < L);
   b.gpu_weights /= double(w.tp);
+  b.row_padding /= double(w.tp);
   return b;
 }
 
@@ -1095,14 +1108,32 @@ inline LlamaCppPlacement llama_cpp_fit(const ModelSpec& s, const InferenceWorklo
 }
 
 // Ollama's scheduler (llm/memory.go, server.go): num_gpu, when not given, is the most whole layers, counted from the
-// last, whose buffers leave OllamaProfile::minimum_memory and OLLAMA_GPU_OVERHEAD of the free memory; experts are
+// last, whose buffers leave OllamaProfile::minimum_memory (512 MiB on Metal) and OLLAMA_GPU_OVERHEAD of the free memory; experts are
 // never split from their layer. The buffers are llama.cpp's (what the runner allocates), not Ollama's own estimate.
 inline LlamaCppPlacement ollama_place(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
                                       WeightFormat f, double free) {
-  const double limit = free - OllamaProfile::minimum_memory - w.llama_cpp.gpu_overhead_bytes;
+  const double limit = free - OllamaProfile::minimum_memory_for(w.llama_cpp.backend_or_default()) - w.llama_cpp.gpu_overhead_bytes;
   LlamaCppPlacement p{s.layers + 1, std::vector<double>(static_cast<std::size_t>(s.layers), 0.0)};
   while (p.gpu_layers > 0 && llama_cpp_buffers(s, w, t, f, p).gpu() > limit) --p.gpu_layers;
   return p;
+}
+
+// Vulkan (memory/llama_cpp.h LlamaCppBackend): one compute tensor must fit one allocation. The largest is the f32
+// attention scores without flash attention (heads × cells × ubatch), else the f32 logits; above 4 GiB the start-up
+// fails ("failed to allocate compute pp buffers"), which the estimate says and the fit verdict counts as not fitting.
+inline void vulkan_allocation_check(InferenceEstimate& est, const ModelSpec& s, const InferenceTensors& t,
+                                    const LlamaCppSettings& k) {
+  const double ub = double(k.n_ubatch);
+  const double cells = double(llama_cpp_pad(static_cast<std::int64_t>(t.len), LlamaCppProfile::kv_pad(k.flash_attn)));
+  const double scores = k.flash_attn ? 0.0 : double(s.heads) * cells * ub * 4.0;
+  const double largest = std::max(scores, double(s.vocab) * ub * 4.0);
+  if (largest <= vulkan_max_allocation) return;
+  est.serving.starts = false;
+  est.assumptions.push_back(
+      "Vulkan: the largest compute tensor, " + detail::decimal(largest / 1073741824.0, 2) + " GiB (" +
+      (scores >= largest ? "the f32 attention scores" : "the f32 logits") +
+      "), is above the 4 GiB one Vulkan allocation may hold (maxMemoryAllocationSize on AMD's and Intel's drivers): "
+      "llama.cpp fails to allocate its compute buffer; flash attention or a smaller -ub avoids it");
 }
 
 // llama.cpp (memory/llama_cpp.h): the buffers its log prints per device, for the placement the flags ask for or, with
@@ -1156,23 +1187,30 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
                               " × OLLAMA_NUM_PARALLEL " + std::to_string(k.n_parallel) + " = n_ctx " +
                               std::to_string(static_cast<std::int64_t>(t.len)) + "; num_batch 512; flash attention " +
                               (k.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
+  const LlamaCppBackend backend = k.backend_or_default();
+  if (backend == LlamaCppBackend::vulkan) vulkan_allocation_check(est, s, t, k);
   const std::int64_t host_experts = p.host_expert_layers();
   const std::string where =
-      scheduled ? "Ollama's scheduler: the layers that leave 457 MiB" +
+      scheduled ? "Ollama's scheduler: the layers that leave " +
+                      std::to_string(std::llround(OllamaProfile::minimum_memory_for(backend) / 1048576.0)) + " MiB" +
                       std::string(k.gpu_overhead_bytes > 0 ? " + OLLAMA_GPU_OVERHEAD" : "") + " of " +
                       detail::decimal(ollama_free / 1073741824.0, 2) + " GiB free: "
       : fit ? "--fit to " + detail::decimal(free / 1073741824.0, 2) + " GiB free less --fit-target " +
                 std::to_string(std::llround(k.fit_target_mib)) + " MiB: "
           : placed_by_flags ? "" : "no -ngl (" + std::string(row.all_layers || ollama ? "all" : "none") + " by default): ";
   est.assumptions.push_back(
-      "profile llama.cpp " + build.build() + " (CUDA" + (build == row.from ? "" : ", as modelled from " + row.from.build()) +
+      "profile llama.cpp " + build.build() + " (" + llama_cpp_backend_label(backend) +
+      (build == row.from ? "" : ", as modelled from " + row.from.build()) +
       "): " + where + "-ngl " + std::to_string(p.gpu_layers) + " of " + std::to_string(L + 1) +
       " (repeating layers from the last, then the output layer)" +
       (host_experts > 0 ? "; routed experts of " + std::to_string(host_experts) + " layers in host memory" : "") +
       "; token embeddings in host memory; n_ctx " + std::to_string(static_cast<std::int64_t>(t.len)) + " padded to " +
       std::to_string(LlamaCppProfile::kv_pad(k.flash_attn)) + " cells" +
       (llama_cpp_iswa(s) ? ", sliding-window layers in their own cache" : "") + "; n_ubatch " +
-      std::to_string(k.n_ubatch) + ", flash attention " + (k.flash_attn ? "on" : "off") + "; CUDA context ~0.35 GB");
+      std::to_string(k.n_ubatch) + ", flash attention " + (k.flash_attn ? "on" : "off") +
+      (b.row_padding > 0 ? "; ggml-cuda pads quantized rows to 512: +" + detail::decimal(b.row_padding / 1048576.0, 2) + " MiB"
+                         : "") +
+      (backend == LlamaCppBackend::cuda || backend == LlamaCppBackend::rocm ? "; CUDA context ~0.35 GB" : ""));
   return est;
 }
 

@@ -8,7 +8,10 @@
 //                 attention, or the f32 logits of n_ubatch outputs, whichever is larger; with the output layer
 //                 left in host memory, also a copy of its weights (the GPU still runs that matmul)
 // Ollama (OllamaProfile) is the same engine with its own context, batch and flash-attention defaults.
-// Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl (scored) and tests/unit/llama_cpp_test.cpp.
+// The buffers are the same on every ggml back end but for how a buffer type sizes a tensor and how much one
+// allocation may hold (LlamaCppBackend).
+// Checked against llama.cpp's logs in tests/data/engines/llama_cpp.jsonl (scored), the collected start-ups of users on
+// CUDA, ROCm, Vulkan and Metal (tests/data/engines/collected/) and tests/unit/llama_cpp_test.cpp.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "../enum_table.h"
 #include "../model.h"
+#include "../quant.h"
 #include "../units.h"
 #include "engine_version.h"
 
@@ -32,17 +37,85 @@ struct LlamaCppProfile {
   // CUDA context and cuBLAS of a plain CUDA process: about 0.3–0.4 GB (pytorch issues #107667, #109888 quote
   // ~300–400 MB with lazy loading); llama.cpp loads far fewer kernels than PyTorch.
   static constexpr Bytes cuda_context{350e6};
-  // Beside the largest intermediate, the graph keeps f32 rows of the hidden size per ubatch token: in the attention
-  // phase the residual, the normed input, Q and the K and V rows being written to the cache (5, read off the logged
-  // buffers of Phi-3, Mistral 7B, Llama 3.1 405B); at the output the normed input of the output matmul (1: the
-  // logged GPU buffers of Pythia 2.8B with flash attention on CUDA, 103.25 MiB, and Pythia 1.4B on Metal, 102.25
-  // and 25.56 MiB, are the logits plus one row; the CPU backend keeps one more, Qwen3-0.6B 300.75 MiB).
-  static constexpr double attention_hidden_rows = 5, output_hidden_rows = 1;
+  // Beside the largest intermediate, the graph allocator ends up holding f32 rows per ubatch token. In the
+  // attention phase two of the hidden width (the residual, the normed input) and two of the attention width
+  // (heads × head_dim: Q and the attention output), read off the fitted half of the collected logs without flash
+  // attention, where the scores dominate: Mistral 7B at n_ctx 2048 on CUDA (164.00 MiB), OpenLLaMA 3B on ROCm
+  // (157.00), Llama 3 8B on Metal at 3904 cells (283.64), Qwen3-30B-A3B on Vulkan, whose attention width (4096) is
+  // twice its hidden size (4536.75); GPT-NeoX's fused QKV output (q + k + v wide) stays live beside them. At the
+  // output the normed input of the output matmul (1: Pythia 2.8B with flash attention on CUDA, 103.25 MiB, Pythia
+  // 1.4B on Metal, 102.25 and 25.56 MiB; the CPU backend keeps one more, Qwen3-0.6B 300.75 MiB).
+  static constexpr double attention_hidden_rows = 2, attention_width_rows = 2, output_hidden_rows = 1;
   // ggml's CUDA backend runs an operation whose weights sit in host memory on the GPU when the batch has at least
   // this many tokens (ggml_backend_cuda_device_offload_op, min_batch_size), copying the weights into the compute
   // buffer.
   static constexpr std::int64_t op_offload_min_batch = 32;
 };
+
+// The ggml back end that holds llama.cpp's GPU buffers. One graph and one KV layout on all of them; the buffer types
+// differ (read at ggml-org/llama.cpp master of late 2025, unchanged in these functions since early 2024):
+//   cuda, rocm  ggml/src/ggml-cuda/ggml-cuda.cu (HIP builds compile the same file; buffers log as ROCm0):
+//               ggml_backend_cuda_buffer_type_get_alloc_size pads a quantized tensor whose rows are not a multiple
+//               of MATRIX_ROW_PADDING (512) by the rest of one row, so the matmul kernels may read past its end
+//               (llama_cpp_row_padding); get_alignment 128; no size limit on one allocation
+//   vulkan      ggml/src/ggml-vulkan/ggml-vulkan.cpp: get_alloc_size is ggml_nbytes (no padding), get_alignment
+//               minStorageBufferOffsetAlignment, get_max_size suballocation_block_size: weights and KV are split into
+//               buffers of that size, but one compute tensor must fit one allocation (maxMemoryAllocationSize, until
+//               PR #16354 of 2025-09-30 maxBufferSize: 4 GiB on AMD's and Intel's drivers): the f32 scores without
+//               flash attention are the largest, and above it the start-up fails, "failed to allocate compute pp
+//               buffers" (llama.cpp issues #15009, #12728, #18160)
+//   metal       ggml/src/ggml-metal: ggml_nbytes; the model buffer maps the file from the first to the last tensor
+//               it holds (ggml_backend_metal_buffer_from_ptr, rounded to pages), which is every offloaded tensor in
+//               files whose token embeddings come first; recommendedMaxWorkingSetSize bounds the wired total
+//               (hardware.h metal_working_set)
+enum class LlamaCppBackend { cuda, rocm, vulkan, metal };
+inline constexpr std::array<Spelling<LlamaCppBackend>, 4> llama_cpp_backend_names{{{LlamaCppBackend::cuda, "cuda"},
+                                                                                  {LlamaCppBackend::rocm, "rocm"},
+                                                                                  {LlamaCppBackend::vulkan, "vulkan"},
+                                                                                  {LlamaCppBackend::metal, "metal"}}};
+// As ggml's logs name them (CUDA0, ROCm0, Vulkan0, Metal).
+inline const char* llama_cpp_backend_label(LlamaCppBackend b) {
+  switch (b) {
+    case LlamaCppBackend::rocm: return "ROCm";
+    case LlamaCppBackend::vulkan: return "Vulkan";
+    case LlamaCppBackend::metal: return "Metal";
+    default: return "CUDA";
+  }
+}
+// The one allocation a Vulkan compute tensor must fit: maxMemoryAllocationSize (maxBufferSize from PR #16354) as
+// AMD's RADV and Intel's ANV report it, 4 GiB; ggml_vulkan logs "Requested buffer size exceeds device memory
+// allocation limit" above it (issue #15009: 4,757,131,264 B on a Radeon 8060S; 0cc4m there: "we cannot allocate
+// buffers larger than 4GB (on some drivers it can be even lower)").
+inline constexpr double vulkan_max_allocation = 4.0 * 1073741824.0;
+
+// Bytes ggml-cuda adds to a model buffer (ggml_backend_cuda_buffer_type_get_alloc_size): each quantized tensor whose
+// row length is not a multiple of MATRIX_ROW_PADDING = 512 gets the rest of one row. GGUF stores a layer's routed
+// experts as one 3-D tensor per projection (ffn_{gate,up,down}_exps), so an expert group pads once.
+struct LlamaCppRowPadding {
+  std::vector<double> per_layer;
+  double output = 0;  // the output matrix (a tied head is the token embedding, in host memory: no padding)
+};
+
+inline LlamaCppRowPadding llama_cpp_row_padding(const ModelSpec& s, WeightFormat f) {
+  constexpr std::int64_t matrix_row_padding = 512;
+  const ParamInventory inv = param_inventory(s);
+  const GgufTraits traits = gguf_traits(s);
+  auto pad = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
+    if (!is_gguf_format(f) || !g.is_matrix() || g.in % matrix_row_padding == 0) return 0.0;
+    const GgmlType t = gguf_tensor_type(f, role, layer, traits, g.in);
+    if (t == GgmlType::f16) return 0.0;  // not quantized
+    const double tensors = g.expert ? 1.0 : double(g.count);
+    return tensors * double(matrix_row_padding - g.in % matrix_row_padding) * gguf::bits(t) / 8.0;
+  };
+  LlamaCppRowPadding p;
+  for (std::size_t l = 0; l < inv.layers(); ++l) {
+    double b = 0;
+    for (const auto& g : inv.layer(l)) b += pad(g, role_of(g), static_cast<std::int64_t>(l));
+    p.per_layer.push_back(b);
+  }
+  for (const auto& g : inv.head) p.output += pad(g, role_of(g), 0);
+  return p;
+}
 
 // llama.cpp flags that change memory, under its names (n_ctx is the workload's context; Ollama passes its own
 // num_gpu, num_batch, OLLAMA_NUM_PARALLEL and OLLAMA_FLASH_ATTENTION to the runner as these).
@@ -58,6 +131,8 @@ struct LlamaCppSettings {
   std::vector<std::string> override_tensor;  // -ot PATTERN=CPU rules (regex_search on tensor names, first match wins)
   std::optional<Bytes> gpu_free;             // the device's free memory at start (default: its total less the context)
   double gpu_overhead_bytes = 0;             // Ollama: OLLAMA_GPU_OVERHEAD, memory its scheduler leaves unused
+  std::optional<LlamaCppBackend> backend;    // --backend (default by the device: AMD rocm, Apple metal, else cuda)
+  LlamaCppBackend backend_or_default() const { return backend.value_or(LlamaCppBackend::cuda); }
 };
 
 struct LlamaCppRelease {
@@ -156,8 +231,12 @@ struct OllamaProfile {
   static constexpr std::int64_t num_batch = 512;
   // The scheduler offloads the most layers whose buffers leave this much of a CUDA or ROCm GPU's free memory
   // (discover/gpu.go cudaMinimumMemory and rocmMinimumMemory, 457 MiB, from 0.1 through 0.12), plus
-  // OLLAMA_GPU_OVERHEAD.
+  // OLLAMA_GPU_OVERHEAD. On a Mac 512 MiB (gpu/gpu_darwin.go, later discover/gpu_darwin.go, metalMinimumMemory,
+  // since ollama/ollama PR #4068 "metal: add 512MiB to minimum memory"), of a total and free memory that are both
+  // recommendedMaxWorkingSetSize (getRecommendedMaxVRAM).
   static constexpr double minimum_memory = 457 * 1048576.0;
+  static constexpr double metal_minimum_memory = 512 * 1048576.0;
+  static double minimum_memory_for(LlamaCppBackend b) { return b == LlamaCppBackend::metal ? metal_minimum_memory : minimum_memory; }
   static const OllamaRelease& release(const std::optional<EngineVersion>& v) {
     return pick_release(ollama_releases, v ? v : std::optional(ollama_newest), "Ollama");
   }
@@ -199,9 +278,13 @@ inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int
                                       double host_output_bytes, bool layers_here = true) {
   const double ub = double(ubatch), h = double(s.hidden);
   const double scores = flash_attn ? 0.0 : double(s.heads) * cells * ub * 4.0;
-  const double mask = cells * ub * 2.0;  // f16 KQ mask
-  const double attention =
-      layers_here ? scores + mask + LlamaCppProfile::attention_hidden_rows * h * ub * 4.0 : 0.0;
+  // The KQ mask is an f32 input [n_kv, n_tokens] (src/llama-graph.cpp, llm_graph_input_attn_kv: GGML_TYPE_F32);
+  // flash attention takes an f16 cast of it beside ("self_kq_mask_cnv = cparams.flash_attn ? ggml_cast(..., F16)").
+  const double mask = cells * ub * (flash_attn ? 4.0 + 2.0 : 4.0);
+  const double fused_qkv = s.family == Family::gpt_neox ? double(s.q_dim() + 2 * s.kv_dim()) : 0.0;
+  const double rows = LlamaCppProfile::attention_hidden_rows * h +
+                      LlamaCppProfile::attention_width_rows * double(s.q_dim()) + fused_qkv;
+  const double attention = layers_here ? scores + mask + rows * ub * 4.0 : 0.0;
   const double logits = double(s.vocab) * ub * 4.0 + LlamaCppProfile::output_hidden_rows * h * ub * 4.0;
   if (host_output_bytes <= 0) return std::max(attention, logits);
   if (ubatch < LlamaCppProfile::op_offload_min_batch) return attention;

@@ -42,7 +42,14 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
         ("measured_g3.jsonl", "Gemma 2 2B training at 4k tokens (one H100 80GB, plan tools/measure/plan_g3.json): SDPA runs "
                               "cuDNN attention, eager keeps the soft-capped score matrices; batch 2 ran out of memory"),
         ("measured_g4.jsonl", "Generation at batch 1–64 with short prompts on a second H100 host (plan "
-                              "tools/measure/plan_g4.json): Llama 3.1 8B, Llama 3.2 1B, OLMo 2 1B, Qwen3-MoE shape")]
+                              "tools/measure/plan_g4.json): Llama 3.1 8B, Llama 3.2 1B, OLMo 2 1B, Qwen3-MoE shape"),
+        ("measured_g5.jsonl", "Generation at batch 1–64 and prompts 1k–16k, the set #45's model was built from (one H200, "
+                              "plan tools/measure/plan_g5.json, 2026-11-29, allocator traces in traces/g5-*): Qwen3-MoE, "
+                              "PhiMoE, Qwen3-Next, GLM-4.5-Air, Llama 4, gpt-oss and dense shapes; Gemma 2 2B and Qwen3-MoE "
+                              "training"),
+        ("measured_g6.jsonl", "Held-out generation and training, fixed before #45's model and measured after it (one H200, "
+                              "plan tools/measure/plan_g6.json, 2026-11-29): Granite MoE, Mixtral, Qwen3-30B-A3B, "
+                              "DeepSeek-V3 and GLM-4.5 shapes, dense 1–24B; Gemma 2 2B at 4 × 4,096 ran out of memory")]
 
 
 def run(binary, path):

@@ -8,10 +8,12 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The points the ratchet test (throughput.serving_speed) scores: HF generate measured on an H100 and the
+# The points the ratchet test (throughput.serving_speed) scores: HF generate measured on H100s and an H200 and the
 # published tables (llama.cpp, vLLM, SGLang, transformers) with gpuplan flags that reproduce them.
 SOURCES = [("--measured", "tests/data/calibration/measured_g2.jsonl"),
            ("--measured", "tests/data/calibration/measured_g4.jsonl"),
+           ("--measured", "tests/data/calibration/measured_g5.jsonl"),
+           ("--measured", "tests/data/calibration/measured_g6.jsonl"),
            ("--published", "tests/data/throughput/published.jsonl")]
 
 

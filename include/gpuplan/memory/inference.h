@@ -150,8 +150,8 @@ inline double engine_rotary_cache_bytes(const ModelSpec& s, double c) {
 }
 
 // KV elements per token per layer: key and value for every KV head (MHA, GQA, MQA; DeepSeek-V2 Table 1). MLA:
-// transformers caches full per-head k (nope + rope) and v; MLA-aware engines (vLLM) cache the compressed latent
-// and the shared rope key, (kv_lora_rank + qk_rope_head_dim) per layer (DeepSeek-V2 §2.1.3).
+// the full per-head k (nope + rope) and v, or (mla_latent) the compressed latent and the shared rope key,
+// (kv_lora_rank + qk_rope_head_dim) per layer (DeepSeek-V2 §2.1.3), as vLLM, SGLang and transformers 5.17 cache it.
 inline double kv_elements_per_token_per_layer(const ModelSpec& s, bool mla_latent = false) {
   if (s.mla_enabled && mla_latent) return double(s.mla.kv_lora_rank + s.mla.qk_rope_head_dim);
   if (s.mla_enabled)
@@ -236,7 +236,7 @@ struct InferenceTensors {
   detail::AttentionKernel kernel = detail::AttentionKernel::flash;
   double logits = 0;         // last-position logits and generate's fp32 copy
   double workspace = 0;      // cuBLAS workspaces
-  bool latent = false;       // MLA's latent cache (vLLM)
+  bool latent = false;       // MLA's latent cache (vLLM, SGLang, HF generate)
   LlamaCppRowPadding row_padding;  // llama.cpp on CUDA/ROCm: what ggml-cuda adds to each layer's tensors and the output
 };
 
@@ -248,8 +248,11 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
   // new; --context overrides both.
   const bool hf = w.profile == Profile::pytorch || w.profile == Profile::none;
   t.len = w.context ? double(*w.context) : t.sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - (hf ? 1.0 : 0.0);
-  // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated.
-  t.latent = s.mla_enabled && (w.profile == Profile::vllm || w.profile == Profile::sglang);
+  // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated. HF generate on
+  // transformers 5.17 caches the latent too: measured_m1's DeepSeek-V3-shaped generate (6 layers, kv_lora_rank 256,
+  // rope 32, batch 4, 2,079 tokens) left 28,740,096 cache bytes = 6 × 4 × 2,079 × 288 × 2 B, not the 255 MB of
+  // per-head k and v; each forward decompresses it (detail::mla_decompressed).
+  t.latent = s.mla_enabled && (hf || w.profile == Profile::vllm || w.profile == Profile::sglang);
   t.state_layer = recurrent_state_bytes(s, t.c, w.tp);
   t.kv_tok.assign(static_cast<std::size_t>(s.layers), 0.0);
   for (std::int64_t l = 0; l < s.layers; ++l) {
@@ -443,13 +446,21 @@ Id rotary(Sink& A, Id x, double bytes) {
   return out;
 }
 
+// HF MLA over `tokens` cached tokens: the latent decompressed by kv_b_proj (per head nope + v) and the key with the
+// rope part concatenated (per head nope + rope), bytes per layer, per GPU; 0 for other attention.
+inline double mla_decompressed(const ModelSpec& s, const InferenceTensors& t, double tp, double tokens) {
+  if (!s.mla_enabled || !t.latent) return 0;
+  const MlaSpec& m = s.mla;
+  return t.c * double(s.heads) / tp * double(2 * m.qk_nope_head_dim + m.v_head_dim + m.qk_rope_head_dim) * tokens;
+}
+
 // Attention in a prefill layer from the normed input: q, k, v (and q/k norms), rotary embeddings, two k/v-sized
 // blocks taken and freed, the scores where the kernel materialises them, the kernel's output (already laid out
 // token-major, so the transpose copies nothing), the output projection; the input and rotated q freed after it.
 // Leaves k and v allocated (none for a layer reading an earlier layer's K and V: Gemma 4's shared layers).
 template <class Sink>
-Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id normed, Id& key, Id& value,
-                     std::int64_t layer) {
+Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tp, double tok, Id normed, Id& key,
+                     Id& value, std::int64_t layer) {
   const bool linear = s.is_linear_layer(layer);
   const double c = t.c, h = t.h, q_dim = double(s.q_dim(layer));
   const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_tok[static_cast<std::size_t>(layer)] / 2;
@@ -467,6 +478,7 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   const Id kc = A.malloc(kv_half * tok), vc = A.malloc(kv_half * tok);
   A.free(kc);
   A.free(vc);
+  const Id decompressed = A.malloc(mla_decompressed(s, t, tp, tok));  // MLA: what attention reads beside the latent
   Id sc = AllocationTimeline::none, sc2 = AllocationTimeline::none;
   std::vector<Id> rep;  // math repeats k and v to every head and scales a copy of q
   if (t.scores > 0) {
@@ -485,6 +497,7 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   const Id attn = A.malloc(c * h * tok);
   A.free(o);
   A.free(q);
+  A.free(decompressed);
   A.free(normed);
   return attn;
 }
@@ -616,7 +629,7 @@ Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double 
   Id normed = rms_norm(A, s, h * tok, c);
   const bool delta = s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
   const Id attn = delta ? gated_delta_prefill(A, s, t, tp, tok, key, value)
-                        : attention_prefill(A, s, t, tok, normed, key, value, l);
+                        : attention_prefill(A, s, t, tp, tok, normed, key, value, l);
   if (delta) A.free(normed);
   const Id r1 = A.malloc(c * h * tok);
   A.free(attn);
@@ -713,6 +726,7 @@ void generate_decode(Sink& A, Prefilled p, const ModelSpec& s, const InferenceWo
         A.free(p.values[i]);
         p.values[i] = v2;
         len[i] = n;
+        A.free(A.malloc(mla_decompressed(s, t, double(w.tp), t.b * n)));  // MLA: the whole cache decompressed
       }
       if (t.decode_experts > 0 && s.is_moe_layer(l)) {
         // batched_mm_experts_forward: gate_up_proj[expert_ids] (2I × h per row), then down_proj[expert_ids]

@@ -227,6 +227,7 @@ struct InferenceTensors {
   std::vector<double> kv_tok;  // per layer: KV bytes per token, per GPU (0: the layer keeps none)
   double state_layer = 0;    // linear-attention state per sequence and linear layer, per GPU
   double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
+  double kv_decompressed = 0;  // HF MLA: one layer's cache decompressed by a decode step at the final length
   double chunk = 0;          // prompt tokens processed at once
   double ffn_width = 0, ffn_live = 0;
   double prefill_tok = 0;    // prefill working set per prompt token at a layer's widest point
@@ -241,6 +242,14 @@ struct InferenceTensors {
 };
 
 namespace detail {
+
+// HF MLA over `tokens` cached tokens: the latent decompressed by kv_b_proj (per head nope + v) and the key with the
+// rope part concatenated (per head nope + rope), bytes per layer, per GPU; 0 for other attention.
+inline double mla_decompressed(const ModelSpec& s, const InferenceTensors& t, double tp, double tokens) {
+  if (!s.mla_enabled || !t.latent) return 0;
+  const MlaSpec& m = s.mla;
+  return t.c * double(s.heads) / tp * double(2 * m.qk_nope_head_dim + m.v_head_dim + m.qk_rope_head_dim) * tokens;
+}
 
 // KV tokens per sequence and the cache's bytes after prefill, at the end, and its largest layer.
 inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const InferenceWorkload& w, KvDtype kv) {
@@ -266,6 +275,7 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
     t.kv_after_prefill += t.b * std::min(t.sp, t.len) * tok;
     t.kv_final += t.b * kv_cached_tokens(s, l, t.len) * tok;
     t.kv_layer_max = std::max(t.kv_layer_max, t.b * kv_cached_tokens(s, l, t.len) * tok);
+    if (hf) t.kv_decompressed = mla_decompressed(s, t, double(w.tp), t.b * t.len);
   }
 }
 
@@ -382,7 +392,7 @@ inline std::vector<Moment> generate_moments(const InferenceTensors& t) {
   if (t.linear_tok > 0) add("prefill", "linear attention", t.kv_after_prefill, t.b * t.chunk * t.linear_tok, 0);
   add("prefill", "logits", t.kv_after_prefill, t.b * t.chunk * t.c * t.h, t.logits);
   // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
-  add("decode", "cache append", t.kv_final, t.kv_layer_max, t.logits);
+  add("decode", "cache append", t.kv_final, std::max(t.kv_layer_max, t.kv_decompressed), t.logits);
   if (t.decode_experts > 0) add("decode", "experts gathered", t.kv_final, t.decode_experts, t.logits);
   return moments;
 }
@@ -444,14 +454,6 @@ Id rotary(Sink& A, Id x, double bytes) {
   A.free(sin);
   A.free(x);
   return out;
-}
-
-// HF MLA over `tokens` cached tokens: the latent decompressed by kv_b_proj (per head nope + v) and the key with the
-// rope part concatenated (per head nope + rope), bytes per layer, per GPU; 0 for other attention.
-inline double mla_decompressed(const ModelSpec& s, const InferenceTensors& t, double tp, double tokens) {
-  if (!s.mla_enabled || !t.latent) return 0;
-  const MlaSpec& m = s.mla;
-  return t.c * double(s.heads) / tp * double(2 * m.qk_nope_head_dim + m.v_head_dim + m.qk_rope_head_dim) * tokens;
 }
 
 // Attention in a prefill layer from the normed input: q, k, v (and q/k norms), rotary embeddings, two k/v-sized
@@ -1358,6 +1360,9 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
                               "last-position logits, caching allocator, CUDA context measured on an H200");
   else
     est.assumptions.push_back("profile none: tensor bytes only");
+  if (t.latent)
+    est.assumptions.push_back("MLA: transformers caches the compressed latent + rope key and decompresses it (k and v "
+                              "per head) in every forward, prefill and each decode step");
   est.assumptions.push_back(w.context ? "KV cache holds --context tokens per sequence"
                                       : "KV cache holds prompt + new − 1 tokens per sequence; sliding-window layers window − 1");
   return est;

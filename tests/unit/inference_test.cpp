@@ -17,9 +17,10 @@ TEST_CASE("KV cache bytes per token", "[memory][inference]") {
   // bf16: Llama-3.1-8B (GQA 8×128, 32 layers) = 2·32·8·128·2 = 131,072 B; Llama-2-7B (MHA 32×128) = 524,288 B.
   CHECK(estimate_inference_memory(find_preset("llama-3.1-8b").spec, workload(1, 16, 1)).kv_bytes_per_token.in(unit::bytes) == 131'072);
   CHECK(estimate_inference_memory(find_preset("llama-2-7b").spec, workload(1, 16, 1)).kv_bytes_per_token.in(unit::bytes) == 524'288);
-  // DeepSeek-V3 under transformers caches full per-head k (128 + 64) and v (128): 128·320·61·2 B.
+  // DeepSeek-V3 under transformers 5.17 caches the compressed latent (512) and the rope key (64), as vLLM does:
+  // 576·61·2 B (measured_m1's DeepSeek-V3-tiny generate left exactly its 288-element latent per layer and token).
   CHECK(estimate_inference_memory(find_preset("deepseek-v3").spec, workload(1, 16, 1)).kv_bytes_per_token.in(unit::bytes) ==
-        128.0 * 320 * 61 * 2);
+        576.0 * 61 * 2);
 }
 
 TEST_CASE("KV cache of HF generate: prompt + new − 1 tokens", "[memory][inference]") {

@@ -150,8 +150,8 @@ inline double engine_rotary_cache_bytes(const ModelSpec& s, double c) {
 }
 
 // KV elements per token per layer: key and value for every KV head (MHA, GQA, MQA; DeepSeek-V2 Table 1). MLA:
-// transformers caches full per-head k (nope + rope) and v; MLA-aware engines (vLLM) cache the compressed latent
-// and the shared rope key, (kv_lora_rank + qk_rope_head_dim) per layer (DeepSeek-V2 §2.1.3).
+// the full per-head k (nope + rope) and v, or (mla_latent) the compressed latent and the shared rope key,
+// (kv_lora_rank + qk_rope_head_dim) per layer (DeepSeek-V2 §2.1.3), as vLLM, SGLang and transformers 5.17 cache it.
 inline double kv_elements_per_token_per_layer(const ModelSpec& s, bool mla_latent = false) {
   if (s.mla_enabled && mla_latent) return double(s.mla.kv_lora_rank + s.mla.qk_rope_head_dim);
   if (s.mla_enabled)
@@ -227,6 +227,7 @@ struct InferenceTensors {
   std::vector<double> kv_tok;  // per layer: KV bytes per token, per GPU (0: the layer keeps none)
   double state_layer = 0;    // linear-attention state per sequence and linear layer, per GPU
   double kv_after_prefill = 0, kv_final = 0, kv_layer_max = 0;
+  double kv_decompressed = 0;  // HF MLA: one layer's cache decompressed by a decode step at the final length
   double chunk = 0;          // prompt tokens processed at once
   double ffn_width = 0, ffn_live = 0;
   double prefill_tok = 0;    // prefill working set per prompt token at a layer's widest point
@@ -236,11 +237,19 @@ struct InferenceTensors {
   detail::AttentionKernel kernel = detail::AttentionKernel::flash;
   double logits = 0;         // last-position logits and generate's fp32 copy
   double workspace = 0;      // cuBLAS workspaces
-  bool latent = false;       // MLA's latent cache (vLLM)
+  bool latent = false;       // MLA's latent cache (vLLM, SGLang, HF generate)
   LlamaCppRowPadding row_padding;  // llama.cpp on CUDA/ROCm: what ggml-cuda adds to each layer's tensors and the output
 };
 
 namespace detail {
+
+// HF MLA over `tokens` cached tokens: the latent decompressed by kv_b_proj (per head nope + v) and the key with the
+// rope part concatenated (per head nope + rope), bytes per layer, per GPU; 0 for other attention.
+inline double mla_decompressed(const ModelSpec& s, const InferenceTensors& t, double tp, double tokens) {
+  if (!s.mla_enabled || !t.latent) return 0;
+  const MlaSpec& m = s.mla;
+  return t.c * double(s.heads) / tp * double(2 * m.qk_nope_head_dim + m.v_head_dim + m.qk_rope_head_dim) * tokens;
+}
 
 // KV tokens per sequence and the cache's bytes after prefill, at the end, and its largest layer.
 inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const InferenceWorkload& w, KvDtype kv) {
@@ -248,8 +257,11 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
   // new; --context overrides both.
   const bool hf = w.profile == Profile::pytorch || w.profile == Profile::none;
   t.len = w.context ? double(*w.context) : t.sp + double(std::max<std::int64_t>(w.new_tokens, 1)) - (hf ? 1.0 : 0.0);
-  // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated.
-  t.latent = s.mla_enabled && (w.profile == Profile::vllm || w.profile == Profile::sglang);
+  // Per GPU: KV heads are split over tp (at least one head per GPU); MLA's latent is replicated. HF generate on
+  // transformers 5.17 caches the latent too: measured_m1's DeepSeek-V3-shaped generate (6 layers, kv_lora_rank 256,
+  // rope 32, batch 4, 2,079 tokens) left 28,740,096 cache bytes = 6 × 4 × 2,079 × 288 × 2 B, not the 255 MB of
+  // per-head k and v; each forward decompresses it (detail::mla_decompressed).
+  t.latent = s.mla_enabled && (hf || w.profile == Profile::vllm || w.profile == Profile::sglang);
   t.state_layer = recurrent_state_bytes(s, t.c, w.tp);
   t.kv_tok.assign(static_cast<std::size_t>(s.layers), 0.0);
   for (std::int64_t l = 0; l < s.layers; ++l) {
@@ -263,6 +275,7 @@ inline void kv_cache_tensors(InferenceTensors& t, const ModelSpec& s, const Infe
     t.kv_after_prefill += t.b * std::min(t.sp, t.len) * tok;
     t.kv_final += t.b * kv_cached_tokens(s, l, t.len) * tok;
     t.kv_layer_max = std::max(t.kv_layer_max, t.b * kv_cached_tokens(s, l, t.len) * tok);
+    if (hf) t.kv_decompressed = mla_decompressed(s, t, double(w.tp), t.b * t.len);
   }
 }
 
@@ -379,7 +392,7 @@ inline std::vector<Moment> generate_moments(const InferenceTensors& t) {
   if (t.linear_tok > 0) add("prefill", "linear attention", t.kv_after_prefill, t.b * t.chunk * t.linear_tok, 0);
   add("prefill", "logits", t.kv_after_prefill, t.b * t.chunk * t.c * t.h, t.logits);
   // Decode: torch.cat grows one layer's cache at a time, so the old and the new tensor briefly coexist.
-  add("decode", "cache append", t.kv_final, t.kv_layer_max, t.logits);
+  add("decode", "cache append", t.kv_final, std::max(t.kv_layer_max, t.kv_decompressed), t.logits);
   if (t.decode_experts > 0) add("decode", "experts gathered", t.kv_final, t.decode_experts, t.logits);
   return moments;
 }
@@ -448,8 +461,8 @@ Id rotary(Sink& A, Id x, double bytes) {
 // token-major, so the transpose copies nothing), the output projection; the input and rotated q freed after it.
 // Leaves k and v allocated (none for a layer reading an earlier layer's K and V: Gemma 4's shared layers).
 template <class Sink>
-Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tok, Id normed, Id& key, Id& value,
-                     std::int64_t layer) {
+Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, double tp, double tok, Id normed, Id& key,
+                     Id& value, std::int64_t layer) {
   const bool linear = s.is_linear_layer(layer);
   const double c = t.c, h = t.h, q_dim = double(s.q_dim(layer));
   const double kv_half = linear ? t.b * t.state_layer / 2 / tok : t.kv_tok[static_cast<std::size_t>(layer)] / 2;
@@ -467,6 +480,7 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   const Id kc = A.malloc(kv_half * tok), vc = A.malloc(kv_half * tok);
   A.free(kc);
   A.free(vc);
+  const Id decompressed = A.malloc(mla_decompressed(s, t, tp, tok));  // MLA: what attention reads beside the latent
   Id sc = AllocationTimeline::none, sc2 = AllocationTimeline::none;
   std::vector<Id> rep;  // math repeats k and v to every head and scales a copy of q
   if (t.scores > 0) {
@@ -485,6 +499,7 @@ Id attention_prefill(Sink& A, const ModelSpec& s, const InferenceTensors& t, dou
   const Id attn = A.malloc(c * h * tok);
   A.free(o);
   A.free(q);
+  A.free(decompressed);
   A.free(normed);
   return attn;
 }
@@ -616,7 +631,7 @@ Id prefill_layer(Sink& A, const ModelSpec& s, const InferenceTensors& t, double 
   Id normed = rms_norm(A, s, h * tok, c);
   const bool delta = s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
   const Id attn = delta ? gated_delta_prefill(A, s, t, tp, tok, key, value)
-                        : attention_prefill(A, s, t, tok, normed, key, value, l);
+                        : attention_prefill(A, s, t, tp, tok, normed, key, value, l);
   if (delta) A.free(normed);
   const Id r1 = A.malloc(c * h * tok);
   A.free(attn);
@@ -713,6 +728,7 @@ void generate_decode(Sink& A, Prefilled p, const ModelSpec& s, const InferenceWo
         A.free(p.values[i]);
         p.values[i] = v2;
         len[i] = n;
+        A.free(A.malloc(mla_decompressed(s, t, double(w.tp), t.b * n)));  // MLA: the whole cache decompressed
       }
       if (t.decode_experts > 0 && s.is_moe_layer(l)) {
         // batched_mm_experts_forward: gate_up_proj[expert_ids] (2I × h per row), then down_proj[expert_ids]
@@ -1344,6 +1360,9 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
                               "last-position logits, caching allocator, CUDA context measured on an H200");
   else
     est.assumptions.push_back("profile none: tensor bytes only");
+  if (t.latent)
+    est.assumptions.push_back("MLA: transformers caches the compressed latent + rope key and decompresses it (k and v "
+                              "per head) in every forward, prefill and each decode step");
   est.assumptions.push_back(w.context ? "KV cache holds --context tokens per sequence"
                                       : "KV cache holds prompt + new − 1 tokens per sequence; sliding-window layers window − 1");
   return est;

@@ -16,6 +16,10 @@ LIMITS = {  # |model / real − 1| in percent
     "g3-phimoe_8l-bf16-b16-p2048-n16-trace": 0.1,
     "g3-qwen3_next_8l-bf16-b8-p4096-n16-trace": 0.1,
     "g3-llama32_3b-bf16-b4-p16384-n16-trace": 10.0,
+    # measured_s1: the shared set's GPT-2 and Qwen2.5-0.5B generations re-measured; on their own traces the model
+    # reserves 12.6 % and 6.3 % more than the GPU added (the small pool's neighbours not yet explained): kept from growing.
+    "s1-infer-gpt2-fp16-b16-s512-n64-trace": 13.0,
+    "s1-infer-qwen25_0.5b-bf16-b32-s2048-n32-trace": 7.0,
     # measured_g5 (#45): 13 of 16 agree exactly; the three Llama 3.2 ones start from blocks cached before generate.
     "g5-glm45air_6l-bf16-b8-p4096-n16-trace": 0.1,
     "g5-gpt_oss_20b-bf16-b16-p1024-n16-eager-trace": 0.1,

@@ -271,8 +271,13 @@ nlohmann::json infer_report(const InferOptions& o) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);
     // vLLM and SGLang: the setup fits when the engine starts (its pool holds one max_model_len request) and the
     // pool holds the requested concurrency at this context.
+    std::string reason;  // why the engine's verdict differs from the memory's, said on the verdict's own line
     if (est.serving.starts) {
       const bool served = *est.serving.starts && est.serving.max_concurrency.value_or(0) >= double(w.batch);
+      if (fit.fits && !*est.serving.starts) reason = "the engine does not start (the assumptions say why)";
+      else if (fit.fits && !served)
+        reason = "the KV pool holds " + detail::decimal(*est.serving.max_concurrency, 2) + " sequences of " +
+                 std::to_string(est.context_tokens) + " tokens, fewer than --concurrency " + std::to_string(w.batch);
       fit.fits = fit.fits && served;
       if (*est.serving.starts && !served)
         report["assumptions"].push_back("the pool holds " + detail::decimal(*est.serving.max_concurrency, 2) +
@@ -280,6 +285,7 @@ nlohmann::json infer_report(const InferOptions& o) {
                                         "--concurrency " + std::to_string(w.batch) + ": it does not fit");
     }
     report["fit"] = fit_json(fit, w.tp);
+    if (!reason.empty()) report["fit"]["reason"] = reason;
     if (!o.host_memory.empty()) host_fit(o.host_memory, w.profile, est, report);
     Efficiency eff;
     if (o.mem_efficiency != 0) eff.memory = o.mem_efficiency;

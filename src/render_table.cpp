@@ -102,8 +102,9 @@ void memory_table(const json& mem, std::ostream& out) {
 void fit_lines(const json& r, std::ostream& out) {
   if (r.contains("fit")) {
     const json& f = r["fit"];
-    fmt::print(out, "\nFit on {}: {} ({} of {} usable, {:.0f}% used, headroom {})\n", f["gpu"].get<std::string>(),
-               f["fits"].get<bool>() ? paint("fits", "32") : paint("DOES NOT FIT", "31"), gib(f["required_bytes"].get<double>()),
+    fmt::print(out, "\nFit on {}: {}{} ({} of {} usable, {:.0f}% used, headroom {})\n", f["gpu"].get<std::string>(),
+               f["fits"].get<bool>() ? paint("fits", "32") : paint("DOES NOT FIT", "31"),
+               f.contains("reason") ? ": " + f["reason"].get<std::string>() : std::string(), gib(f["required_bytes"].get<double>()),
                gib(f["capacity_bytes"].get<double>()), 100 * f["used_fraction"].get<double>(),
                gib(f["headroom_bytes"].get<double>()));
     if (f.contains("host"))

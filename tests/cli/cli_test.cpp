@@ -843,10 +843,16 @@ TEST_CASE("cli: serving verdicts as the engine gives them (issue #43)", "[cli][e
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["serving"]["starts"] == true);
   CHECK(j["fit"]["fits"] == false);
+  // The memory alone would fit: the verdict's line says why it does not.
+  CHECK(j["fit"]["reason"].get<std::string>().find("fewer than --concurrency 4096") != std::string::npos);
+  r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "16384",
+               "--concurrency", "4096"});
+  CHECK(r.out.find("DOES NOT FIT: the KV pool holds") != std::string::npos);
   // A max_model_len above the model's does not start; 70B in bf16 starts at no utilization on one H100.
   r = run_cli({"infer", "--model", "llama-3.1-8b", "--profile", "vllm", "--gpu", "h100", "--max-model-len", "200000",
                "--format", "json"});
   CHECK(nlohmann::json::parse(r.out)["serving"]["starts"] == false);
+  CHECK(nlohmann::json::parse(r.out)["fit"]["reason"] == "the engine does not start (the assumptions say why)");
   r = run_cli({"infer", "--model", "llama-3.1-70b", "--profile", "vllm", "--gpu", "h100", "--format", "json"});
   j = nlohmann::json::parse(r.out);
   CHECK(j["serving"]["min_gpu_memory_utilization"].is_null());

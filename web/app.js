@@ -142,7 +142,8 @@ function renderMemory(report) {
   const verdict = $("verdict");
   verdict.className = "";
   if (report.fit) {
-    verdict.textContent = (report.fit.fits ? "fits on " : "does not fit on ") + report.fit.gpu + " (" +
+    verdict.textContent = (report.fit.fits ? "fits on " : "does not fit on ") + report.fit.gpu +
+      (report.fit.reason ? ": " + report.fit.reason : "") + " (" +
       gib(report.fit.capacity_bytes) + " usable, " + Math.round(report.fit.used_fraction * 100) + " % used)";
     verdict.className = report.fit.fits ? "fits" : "nofit";
     verdict.dataset.fits = String(report.fit.fits);

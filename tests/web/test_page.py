@@ -286,6 +286,15 @@ def states(b, width):
         layout_ok(b, w + f"infer {engine}")
         if engine == "vllm":
             b.screenshot(f"web-serve-{tag}.png", "#speed-card" if width < 700 else None)
+    # More requests than vLLM's pool holds: the page's verdict is the CLI's, with its reason.
+    b.select("#infer-profile", "vllm")
+    b.type("#infer-batch", 4096)
+    check(b.estimate() == "ready", w + "vllm over its pool: the page estimates")
+    expect = cli_json(["infer", "--model", "llama-3.1-8b", "--batch", "4096", "--context", "32768", "--weights", "awq-int4",
+                       "--gpu", "h100-sxm", "--profile", "vllm"])
+    check(b.attr("#verdict", "data-fits") == "false" and expect["fit"]["fits"] is False
+          and expect["fit"]["reason"] in b.text("#verdict"), w + "vllm over its pool: does not fit, and says why")
+    b.type("#infer-batch", 8)
     # llama.cpp and Ollama: layers on the GPU and host memory.
     b.select("#infer-weights", "q4_k_m")
     b.type("#infer-context", 0)

@@ -266,28 +266,46 @@ inline double dense_routing_extra_n2(const ModelSpec& s) {
          double(s.hidden) * double(s.moe.intermediate);
 }
 
+// Kernels llama.cpp's CUDA back end fuses, by build (ggml_cuda_can_fuse in ggml-cuda.cu).
+struct LlamaCppFusions {
+  bool norm_mul = false;  // RMS_NORM and its weight's MUL in one kernel (PR #14800)
+  bool adds = false;      // consecutive ADDs in one kernel: an MoE's k expert outputs summed at once (PR #15631)
+  bool topk_moe = false;  // the router's softmax, top-k argsort and weights' get_rows in one kernel (PRs #16130, #16649)
+};
+
 // llama.cpp's CUDA back end by build, as far as its speed goes (ggml-org/ggml mirrors ggml-cuda.cu with the
-// llama.cpp PR of each change; builds inferred from dates where no log names them).
+// llama.cpp PR of each change; builds inferred from dates where no log names them). Builds of 2025 by date: b6301
+// shipped by 2025-08-28 (xorbitsai/xllamacpp PR #77), b6709 on 2025-10-11 (mybigday/llama.rn PR #224), b7340 on
+// 2025-12-09 (geerlingguy/ai-benchmarks #43): 9–11 builds a day.
 struct LlamaCppCudaBuild {
   EngineVersion from;
   bool cuda_graphs;  // batch-1 decode replayed from a CUDA graph
   bool mmq;          // quantized prompt GEMMs in MMQ (int8 tensor cores) rather than an F16 copy for cuBLAS
   bool moe_tiles_by_ubatch;  // MoE MMQ picks its tile width for the whole ubatch, not for an expert's tokens
+  LlamaCppFusions fused;
   const char* source;
 };
-inline constexpr std::array<LlamaCppCudaBuild, 5> llama_cpp_cuda_builds{{
-    {{1015, 0, 0}, false, false, false,
+inline constexpr std::array<LlamaCppCudaBuild, 8> llama_cpp_cuda_builds{{
+    {{1015, 0, 0}, false, false, false, {},
      "GGUF builds: every kernel launched on its own; a quantized matrix is dequantized to F16 for cuBLAS per prompt ubatch"},
-    {{2810, 0, 0}, true, false, false,
+    {{2810, 0, 0}, true, false, false, {},
      "CUDA graphs for batch-1 decode (PR #6766, merged 2024-05-08; builds 2824–2843 of 2024-05-09/11 compile with "
      "GGML_CUDA_USE_GRAPHS in XiongjieDai's logs)"},
-    {{3140, 0, 0}, true, true, false, "MMQ by default for quantized prompts (PR #8075, 2024-06-24; build inferred by date)"},
-    {{5250, 0, 0}, true, true, true,
+    {{3140, 0, 0}, true, true, false, {}, "MMQ by default for quantized prompts (PR #8075, 2024-06-24; build inferred by date)"},
+    {{5250, 0, 0}, true, true, true, {},
      "one MMQ launch for all of a ubatch's experts (PR #13199 'batched+noncont MMQ, refactor bs>1 MoE code', 2025-05; "
      "build inferred by date, not verified)"},
-    {{6270, 0, 0}, true, true, false,
+    {{5970, 0, 0}, true, true, true, {true, false, false},
+     "RMS norm fused with its weight (PR #14800 'CUDA: add fused rms norm', opened 2025-07-21; build inferred by date)"},
+    {{6270, 0, 0}, true, true, false, {true, false, false},
      "MoE MMQ tiles sized for the tokens an expert can get (PR #15525 'MoE helper in device code, better tile sizes', "
-     "opened 2025-08-23; build inferred by date: b6301 shipped by 2025-08-28, xorbitsai/xllamacpp PR #77)"},
+     "opened 2025-08-23; build inferred by date)"},
+    {{6320, 0, 0}, true, true, false, {true, true, false},
+     "consecutive adds fused (PR #15631 'CUDA: fuse adds, fuse add with rms norm', reviewed 2025-08-29; its 'master' "
+     "column is b6300's; build inferred by date)"},
+    {{6790, 0, 0}, true, true, false, {true, true, true},
+     "the MoE router's softmax, top-k and get_rows fused (PR #16130, opened 2025-09-20, for softmax-then-top-k "
+     "routers; PR #16649, opened 2025-10-18, for gpt-oss's top-k-then-softmax; build inferred by date)"},
 }};
 inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineVersion>& v) {
   const LlamaCppCudaBuild* row = release_row(llama_cpp_cuda_builds, v.value_or(llama_cpp_cuda_builds.back().from));
@@ -302,19 +320,23 @@ inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineV
 // each of the 7 matrix-vector products (MMVQ). An MoE layer replaces the FFN's 5 by the router (1), its softmax
 // (1), the top-k argsort and view (2), the weights' get_rows (1), their normalisation (2), three mul_mat_id (3) with
 // their quantizations, the GLU (2), the weights' product (1) and k − 1 adds summing the experts; shared experts add
-// a gated FFN. Builds of 2025 fuse some of these (norm with its weight, add with norm, the top-k router): not counted.
-inline double llama_cpp_layer_kernels(const ModelSpec& s, std::int64_t layer, bool quantized, bool flash_attn) {
+// a gated FFN. Builds fuse some of these (LlamaCppFusions): each norm with its weight (one kernel fewer, twice a
+// layer), the k − 1 adds into one, the router's softmax, argsort, view and get_rows into one (three fewer).
+inline double llama_cpp_layer_kernels(const ModelSpec& s, std::int64_t layer, bool quantized, bool flash_attn,
+                                      const LlamaCppFusions& fused = {}) {
   const double q = quantized ? 1.0 : 0.0;
-  double k = 20 + (flash_attn ? 0 : 3) + 7 * q;
+  double k = 20 + (flash_attn ? 0 : 3) + 7 * q - (fused.norm_mul ? 2 : 0);
   if (s.is_moe_layer(layer)) {
-    k += -5 - 3 * q + 13 + double(s.moe.experts_per_token - 1) + 3 * q;
+    const double adds = double(s.moe.experts_per_token - 1);
+    k += -5 - 3 * q + 13 + (fused.adds ? std::min(adds, 1.0) : adds) + 3 * q - (fused.topk_moe ? 3 : 0);
     if (s.moe.shared_experts > 0) k += 5 + 3 * q;
   }
   return k;
 }
-inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool flash_attn) {
-  double k = 4;  // output norm, its weight, the lm_head and its quantization
-  for (std::int64_t l = 0; l < s.layers; ++l) k += llama_cpp_layer_kernels(s, l, quantized, flash_attn);
+inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool flash_attn,
+                                     const LlamaCppFusions& fused = {}) {
+  double k = fused.norm_mul ? 3 : 4;  // output norm, its weight, the lm_head and its quantization
+  for (std::int64_t l = 0; l < s.layers; ++l) k += llama_cpp_layer_kernels(s, l, quantized, flash_attn, fused);
   return k;
 }
 
@@ -344,8 +366,9 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
     c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;
   } else if (llama_cpp_engine(e.profile)) {
     const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
-    const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn);
-    const bool graphs = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version).cuda_graphs;
+    const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
+    const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn, build.fused);
+    const bool graphs = build.cuda_graphs;
     c.decode_kernels = kernels * kernel_seconds(d, graphs ? KernelFloor::graph_cycles : KernelFloor::launched_cycles);
     c.prompt_kernels = kernels * kernel_seconds(d, KernelFloor::launched_cycles);
   }

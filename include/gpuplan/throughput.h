@@ -266,21 +266,46 @@ inline double dense_routing_extra_n2(const ModelSpec& s) {
          double(s.hidden) * double(s.moe.intermediate);
 }
 
+// Kernels llama.cpp's CUDA back end fuses, by build (ggml_cuda_can_fuse in ggml-cuda.cu).
+struct LlamaCppFusions {
+  bool norm_mul = false;  // RMS_NORM and its weight's MUL in one kernel (PR #14800)
+  bool adds = false;      // consecutive ADDs in one kernel: an MoE's k expert outputs summed at once (PR #15631)
+  bool topk_moe = false;  // the router's softmax, top-k argsort and weights' get_rows in one kernel (PRs #16130, #16649)
+};
+
 // llama.cpp's CUDA back end by build, as far as its speed goes (ggml-org/ggml mirrors ggml-cuda.cu with the
-// llama.cpp PR of each change; builds inferred from dates where no log names them).
+// llama.cpp PR of each change; builds inferred from dates where no log names them). Builds of 2025 by date: b6301
+// shipped by 2025-08-28 (xorbitsai/xllamacpp PR #77), b6709 on 2025-10-11 (mybigday/llama.rn PR #224), b7340 on
+// 2025-12-09 (geerlingguy/ai-benchmarks #43): 9–11 builds a day.
 struct LlamaCppCudaBuild {
   EngineVersion from;
   bool cuda_graphs;  // batch-1 decode replayed from a CUDA graph
   bool mmq;          // quantized prompt GEMMs in MMQ (int8 tensor cores) rather than an F16 copy for cuBLAS
+  bool moe_tiles_by_ubatch;  // MoE MMQ picks its tile width for the whole ubatch, not for an expert's tokens
+  LlamaCppFusions fused;
   const char* source;
 };
-inline constexpr std::array<LlamaCppCudaBuild, 3> llama_cpp_cuda_builds{{
-    {{1015, 0, 0}, false, false,
+inline constexpr std::array<LlamaCppCudaBuild, 8> llama_cpp_cuda_builds{{
+    {{1015, 0, 0}, false, false, false, {},
      "GGUF builds: every kernel launched on its own; a quantized matrix is dequantized to F16 for cuBLAS per prompt ubatch"},
-    {{2810, 0, 0}, true, false,
+    {{2810, 0, 0}, true, false, false, {},
      "CUDA graphs for batch-1 decode (PR #6766, merged 2024-05-08; builds 2824–2843 of 2024-05-09/11 compile with "
      "GGML_CUDA_USE_GRAPHS in XiongjieDai's logs)"},
-    {{3140, 0, 0}, true, true, "MMQ by default for quantized prompts (PR #8075, 2024-06-24; build inferred by date)"},
+    {{3140, 0, 0}, true, true, false, {}, "MMQ by default for quantized prompts (PR #8075, 2024-06-24; build inferred by date)"},
+    {{5250, 0, 0}, true, true, true, {},
+     "one MMQ launch for all of a ubatch's experts (PR #13199 'batched+noncont MMQ, refactor bs>1 MoE code', 2025-05; "
+     "build inferred by date, not verified)"},
+    {{5970, 0, 0}, true, true, true, {true, false, false},
+     "RMS norm fused with its weight (PR #14800 'CUDA: add fused rms norm', opened 2025-07-21; build inferred by date)"},
+    {{6270, 0, 0}, true, true, false, {true, false, false},
+     "MoE MMQ tiles sized for the tokens an expert can get (PR #15525 'MoE helper in device code, better tile sizes', "
+     "opened 2025-08-23; build inferred by date)"},
+    {{6320, 0, 0}, true, true, false, {true, true, false},
+     "consecutive adds fused (PR #15631 'CUDA: fuse adds, fuse add with rms norm', reviewed 2025-08-29; its 'master' "
+     "column is b6300's; build inferred by date)"},
+    {{6790, 0, 0}, true, true, false, {true, true, true},
+     "the MoE router's softmax, top-k and get_rows fused (PR #16130, opened 2025-09-20, for softmax-then-top-k "
+     "routers; PR #16649, opened 2025-10-18, for gpt-oss's top-k-then-softmax; build inferred by date)"},
 }};
 inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineVersion>& v) {
   const LlamaCppCudaBuild* row = release_row(llama_cpp_cuda_builds, v.value_or(llama_cpp_cuda_builds.back().from));
@@ -295,19 +320,23 @@ inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineV
 // each of the 7 matrix-vector products (MMVQ). An MoE layer replaces the FFN's 5 by the router (1), its softmax
 // (1), the top-k argsort and view (2), the weights' get_rows (1), their normalisation (2), three mul_mat_id (3) with
 // their quantizations, the GLU (2), the weights' product (1) and k − 1 adds summing the experts; shared experts add
-// a gated FFN. Builds of 2025 fuse some of these (norm with its weight, add with norm, the top-k router): not counted.
-inline double llama_cpp_layer_kernels(const ModelSpec& s, std::int64_t layer, bool quantized, bool flash_attn) {
+// a gated FFN. Builds fuse some of these (LlamaCppFusions): each norm with its weight (one kernel fewer, twice a
+// layer), the k − 1 adds into one, the router's softmax, argsort, view and get_rows into one (three fewer).
+inline double llama_cpp_layer_kernels(const ModelSpec& s, std::int64_t layer, bool quantized, bool flash_attn,
+                                      const LlamaCppFusions& fused = {}) {
   const double q = quantized ? 1.0 : 0.0;
-  double k = 20 + (flash_attn ? 0 : 3) + 7 * q;
+  double k = 20 + (flash_attn ? 0 : 3) + 7 * q - (fused.norm_mul ? 2 : 0);
   if (s.is_moe_layer(layer)) {
-    k += -5 - 3 * q + 13 + double(s.moe.experts_per_token - 1) + 3 * q;
+    const double adds = double(s.moe.experts_per_token - 1);
+    k += -5 - 3 * q + 13 + (fused.adds ? std::min(adds, 1.0) : adds) + 3 * q - (fused.topk_moe ? 3 : 0);
     if (s.moe.shared_experts > 0) k += 5 + 3 * q;
   }
   return k;
 }
-inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool flash_attn) {
-  double k = 4;  // output norm, its weight, the lm_head and its quantization
-  for (std::int64_t l = 0; l < s.layers; ++l) k += llama_cpp_layer_kernels(s, l, quantized, flash_attn);
+inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool flash_attn,
+                                     const LlamaCppFusions& fused = {}) {
+  double k = fused.norm_mul ? 3 : 4;  // output norm, its weight, the lm_head and its quantization
+  for (std::int64_t l = 0; l < s.layers; ++l) k += llama_cpp_layer_kernels(s, l, quantized, flash_attn, fused);
   return k;
 }
 
@@ -337,8 +366,9 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
     c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;
   } else if (llama_cpp_engine(e.profile)) {
     const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
-    const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn);
-    const bool graphs = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version).cuda_graphs;
+    const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
+    const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn, build.fused);
+    const bool graphs = build.cuda_graphs;
     c.decode_kernels = kernels * kernel_seconds(d, graphs ? KernelFloor::graph_cycles : KernelFloor::launched_cycles);
     c.prompt_kernels = kernels * kernel_seconds(d, KernelFloor::launched_cycles);
   }
@@ -420,6 +450,7 @@ struct ForwardShape {
   double n2 = 0;    // FLOPs per token of the weights' matmuls, 2·N (N: the active multiplying parameters)
   double qdim = 0;  // heads × head_dim
   double layers = 0;
+  double routed_n2 = 0;  // of n2, the routed experts' (k of them a token in each MoE layer)
 };
 
 // llama.cpp's prompt: ubatches of -ub tokens, each a forward over every layer. A ubatch of one token is a decode
@@ -430,6 +461,21 @@ struct ForwardShape {
 // 4 bytes a weight) per ubatch; MMQ is taken at the same rate (not measured apart). Without flash attention each
 // ubatch writes the f32 scores of all its cached keys, and the softmax reads and writes them (16 bytes a score,
 // 17.3 fitted), and computes the masked half too.
+// llama.cpp's MMQ runs all of a ubatch's routed experts in one launch, each expert's tokens in column tiles of
+// mmq_x; builds from PR #13199 to PR #15525 chose mmq_x to cover the ubatch's tokens (ncols_max: all of them could
+// go to one expert), the widest tile for any ubatch of 128 tokens or more, so an expert's few tokens pay a whole
+// tile (PR #15525: "a tighter bound for the maximum number of columns ... so there is less waste"). 128 is MMQ's
+// widest tile on GPUs with int8 MMA (ggml-cuda/mmq.cuh get_mmq_x_max_host, Turing and later); widths are multiples
+// of 8. Returns the routed experts' GEMM FLOPs of a ubatch of `ub` tokens as computed, padding included, over
+// their useful FLOPs (1 where the tiles fit): the `touched` experts share ub·k (token, expert) pairs evenly.
+inline double moe_mmq_tile_waste(const MoeSpec& m, double ub) {
+  static constexpr double widest = 128, granule = 8;
+  if (m.experts <= 0 || m.dense_routing || ub <= 1) return 1.0;
+  const double tile = std::min(widest, std::ceil(ub / granule) * granule);
+  const double touched = experts_touched(m, ub), per_expert = ub * double(m.experts_per_token) / touched;
+  return std::ceil(per_expert / tile) * tile / per_expert;
+}
+
 inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e,
                                        const ForwardShape& w, double batch, double prompt, double kv_bytes_per_token,
                                        double read_one, double bandwidth, const EngineStep& cost) {
@@ -448,8 +494,11 @@ inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, Weig
   double t = ubatches * cost.prompt_kernels + (w.n2 * tokens + 4.0 * w.layers * w.qdim * pairs) / rate;
   if (!e.flash_attn) t += w.layers * double(s.heads) * pairs * score_bytes / bandwidth;
   const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
-  if (quantized && !llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version).mmq)
+  const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
+  if (quantized && !build.mmq)
     t += ubatches * (w.n2 / 2.0) * 4.0 / bandwidth;
+  if (quantized && build.mmq && build.moe_tiles_by_ubatch)  // the routed experts' padding (moe_mmq_tile_waste)
+    t += tokens * w.routed_n2 * (moe_mmq_tile_waste(s.moe, ub) - 1.0) / rate;
   if (host.any())
     t += ubatches * (ub >= double(LlamaCppProfile::op_offload_min_batch) ? host.copy_seconds() : host.cpu_seconds(s.moe, ub));
   return t;
@@ -478,6 +527,8 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
          (engine.profile == Profile::pytorch ? dense_routing_extra_n2(s) : 0.0);
   w.qdim = double(s.heads) * double(s.head_dim);
   w.layers = double(s.layers);
+  w.routed_n2 = 2.0 * 3.0 * double(s.hidden) * double(s.moe.intermediate) * double(s.moe.experts_per_token) *
+                double(s.moe_layer_count());  // gate, up and down of each routed expert
   const double b = double(batch), p = double(prompt), rate = double(tp) * *peak * e.compute;
   const double bandwidth = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
   const double host = host_forward_seconds(s, engine.profile);

@@ -24,6 +24,45 @@ TEST_CASE("experts_touched: uniform top-k routing by hand", "[throughput][moe]")
   CHECK(experts_touched(MoeSpec{}, 16) == 0.0);
 }
 
+TEST_CASE("moe_mmq_tile_waste: an expert's tokens pay whole MMQ column tiles", "[throughput][moe][llama.cpp]") {
+  MoeSpec ds;  // DeepSeek-V2-Lite: 64 routed experts, 6 per token
+  ds.experts = 64;
+  ds.experts_per_token = 6;
+  // ub 512: all 64 experts touched (64 · (1 − (58/64)^512) = 64.000), 512 · 6 / 64 = 48 tokens each, in one
+  // 128-wide tile: 128 / 48 = 2.667.
+  CHECK(moe_mmq_tile_waste(ds, 512) == Approx(128.0 / 48.0).epsilon(1e-6));
+  // ub 32: 32-wide tiles (the ubatch rounded up to 8); 64 · (1 − (58/64)^32) = 60.21 experts share 192 pairs,
+  // 3.189 each: 32 / 3.189 = 10.03.
+  const double touched = 64.0 * (1.0 - std::pow(58.0 / 64.0, 32));
+  CHECK(moe_mmq_tile_waste(ds, 32) == Approx(32.0 / (192.0 / touched)).epsilon(1e-6));
+  // Experts whose tokens fill their tiles waste nothing: 8 experts, top-8 (every token in every expert), ub 256:
+  // 256 tokens each, two 128-wide tiles.
+  MoeSpec all;
+  all.experts = 8;
+  all.experts_per_token = 8;
+  CHECK(moe_mmq_tile_waste(all, 256) == Approx(1.0));
+  CHECK(moe_mmq_tile_waste(ds, 1) == 1.0);
+  CHECK(moe_mmq_tile_waste(MoeSpec{}, 512) == 1.0);
+}
+
+TEST_CASE("serving_throughput: llama.cpp MoE prompts pay the tiles only in builds that size them by ubatch",
+          "[throughput][moe][llama.cpp]") {
+  const Device& d = builtin_catalog().get("rtx-3090");
+  const ModelSpec& m = find_preset("qwen3-30b-a3b").spec;
+  const double w = weight_bytes(m, WeightFormat::q4_0).total().in(unit::bytes);
+  auto prompt_s = [&](int build) {
+    ServingEngine e(Profile::llama_cpp);
+    e.version = EngineVersion{build, 0, 0};
+    return serving_throughput(m, d, WeightFormat::q4_0, w, 0, 1, 512, 512, 1, Efficiency{}, e).prefill.in(unit::seconds);
+  };
+  // From PR #13199 to #15525 (b5250–b6269): 512 · 8 / 128 = 32 tokens an expert in 128-wide tiles, 4× the routed
+  // FLOPs; the builds on either side (same kernels otherwise) compute only the useful ones.
+  const double routed = 512.0 * 2 * 3 * 2048 * 768 * 8 * 48;
+  const double rate = d.fp16_accumulate.fp16.value() * 0.5;
+  CHECK(prompt_s(6250) - prompt_s(6300) == Approx(routed * 3.0 / rate).epsilon(1e-6));
+  CHECK(prompt_s(5300) - prompt_s(5000) == Approx(routed * 3.0 / rate).epsilon(1e-6));
+}
+
 TEST_CASE("serving_throughput: an MoE decode step reads the experts its batch routes to", "[throughput][moe]") {
   const Device& h100 = builtin_catalog().get("h100-sxm");
   const ModelSpec& m = find_preset("qwen3-30b-a3b").spec;
@@ -82,6 +121,17 @@ TEST_CASE("llama_cpp_layer_kernels: a layer's kernels counted in llama.cpp's gra
   const ModelSpec& moe = find_preset("qwen3-30b-a3b").spec;
   CHECK(llama_cpp_layer_kernels(moe, 0, true, true) == 42);
   CHECK(llama_cpp_step_kernels(moe, true, true) == 48 * 42 + 4);
+  // Fused: each norm with its weight (−2 a layer, −1 at the output), the 7 adds into one (−6), the router's softmax,
+  // argsort, view and get_rows into one (−3): 42 − 11 = 31; the dense layer only loses the norms' 2.
+  const LlamaCppFusions all{true, true, true};
+  CHECK(llama_cpp_layer_kernels(moe, 0, true, true, all) == 31);
+  CHECK(llama_cpp_step_kernels(moe, true, true, all) == 48 * 31 + 3);
+  CHECK(llama_cpp_layer_kernels(llama, 0, true, true, all) == 25);
+  // By build: b6250 fuses the norms only, b6860 all three.
+  CHECK(llama_cpp_cuda_build(EngineVersion{6250, 0, 0}).fused.norm_mul);
+  CHECK_FALSE(llama_cpp_cuda_build(EngineVersion{6250, 0, 0}).fused.adds);
+  CHECK(llama_cpp_cuda_build(EngineVersion{6860, 0, 0}).fused.topk_moe);
+  CHECK_FALSE(llama_cpp_cuda_build(EngineVersion{2824, 0, 0}).fused.norm_mul);
 }
 
 TEST_CASE("serving_throughput: llama.cpp's kernels cost cycles, fewer from a CUDA graph", "[throughput][llama.cpp]") {

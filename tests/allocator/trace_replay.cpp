@@ -3,7 +3,9 @@
 // added and released) through gpuplan's allocator model, and prints the peak of what each reserved over the trace:
 //   model <bytes> real <bytes>
 // The real figure counts large-pool segments only (2 MiB segments belong to the small pool, whose requests the
-// trace leaves out). Both start from nothing at the trace's first event. Exit 2 on a malformed line.
+// trace leaves out), added from the trace's first event on. Arguments: the sizes of blocks the process allocated and
+// freed before the trace (a tied lm_head's own weight), cached in the model's segments before it replays the trace;
+// its figure is what it adds beyond them, as the real one's. Exit 2 on a malformed line or argument.
 #include <cstdint>
 #include <iostream>
 #include <sstream>
@@ -12,8 +14,18 @@
 
 #include <gpuplan/memory/allocator.h>
 
-int main() {
-  gpuplan::ReplayedAllocations model;
+int main(int argc, char** argv) {
+  gpuplan::ReplayedAllocations model(gpuplan::Placement::driver);  // the real sequence: blocks where the driver puts them
+  for (int i = 1; i < argc; ++i) {
+    std::istringstream in(argv[i]);
+    double bytes = 0;
+    if (!(in >> bytes) || !in.eof() || bytes <= 0) {
+      std::cerr << "trace_replay: argument " << i << " is not a size in bytes\n";
+      return 2;
+    }
+    model.free(model.malloc(bytes, 0));
+  }
+  const double cached = model.reserved();
   std::unordered_map<std::uint64_t, gpuplan::ReplayedAllocations::Id> live;  // address → the model's block
   double real = 0, real_peak = 0;
   std::string line;
@@ -43,6 +55,6 @@ int main() {
       real -= size;
     }
   }
-  std::cout << "model " << std::uint64_t(model.peak_reserved()) << " real " << std::uint64_t(real_peak) << "\n";
+  std::cout << "model " << std::uint64_t(model.peak_reserved() - cached) << " real " << std::uint64_t(real_peak) << "\n";
   return 0;
 }

@@ -118,13 +118,51 @@ TEST_CASE("CachingAllocatorModel: equal sizes go lowest block first; a merged bl
   CHECK(b.peak_reserved() == 30 * MiB);
 }
 
+TEST_CASE("CachingAllocatorModel: driver placement puts each segment below the last, a split's rest after its part",
+          "[allocator]") {
+  using gpuplan::Placement;
+  constexpr std::uint64_t top = 0;  // addresses count down from 2^64 units of 512 B (0 − n wraps to 2^64 − n)
+  constexpr std::uint64_t seg12 = 12 * 2048;  // 12 MiB in units of 512 B
+  CachingAllocatorModel a(Placement::driver);
+  const auto x = a.malloc(12 * MiB), y = a.malloc(12 * MiB), z = a.malloc(12 * MiB);  // three 12 MiB segments
+  CHECK(a.address(x) == top - seg12);
+  CHECK(a.address(y) == top - 2 * seg12);  // cudaMalloc's next segment lies below the one before
+  CHECK(a.address(z) == top - 3 * seg12);
+  a.free(x);
+  a.free(y);
+  CHECK(a.malloc(12 * MiB) == y);  // both fit exactly: the lower address, the newer segment (BlockComparatorSize)
+  CHECK(a.peak_reserved() == 36 * MiB);
+
+  // A 30 MiB segment split at 10 MiB: the remainder starts 10 MiB above the part taken (alloc_found_block).
+  CachingAllocatorModel b(Placement::driver);
+  const auto s = b.malloc(30 * MiB);
+  b.free(s);
+  CHECK(b.malloc(10 * MiB) == s);
+  const auto rest = b.malloc(20 * MiB);  // exactly the remainder: no new segment
+  CHECK(b.peak_reserved() == 30 * MiB);
+  CHECK(b.address(rest) == b.address(s) + 10 * 2048);
+
+  // An older cached segment (a tied lm_head's freed weight) against a newer one of the same size: the driver takes
+  // the newer's block, the order of making the older's.
+  for (const Placement p : {Placement::driver, Placement::made}) {
+    CachingAllocatorModel c(p);
+    const auto older = c.malloc(100 * MiB), newer = c.malloc(100 * MiB);
+    c.free(older);
+    c.free(newer);
+    CHECK(c.malloc(60 * MiB) == (p == Placement::driver ? newer : older));
+    CHECK(c.peak_reserved() == 200 * MiB);
+  }
+}
+
 namespace {
 // CUDACachingAllocator's rules written the slow, obvious way: every free block scanned for the smallest (size,
-// address) that fits, segments as lists in address order. Handles are numbered as the model orders its blocks
+// address) that fits, segments as lists in address order. Handles are numbered as the model numbers its blocks
 // (CachingAllocatorModel::order: a new segment's block, then a split's remainder), and a merged block keeps the
-// lower one's.
+// lower one's. Addresses: under driver placement each segment lies below the one before, a split's remainder right
+// after its part (in bytes); else the handle stands for the address.
 class ReferenceAllocator {
  public:
+  explicit ReferenceAllocator(bool driver = false) : driver_(driver) {}
   std::uint32_t malloc(double bytes, int stream) {
     const std::uint64_t req = std::uint64_t(bytes);
     const std::uint64_t size = req <= 512 ? 512 : (req + 511) / 512 * 512;
@@ -134,7 +172,7 @@ class ReferenceAllocator {
     for (std::size_t s = 0; s < segments_.size(); ++s)
       for (auto& b : segments_[s])
         if (b.free && b.small == small && b.stream == stream && b.size >= size &&
-            (!best || b.size < best->size || (b.size == best->size && b.handle < best->handle))) {
+            (!best || b.size < best->size || (b.size == best->size && below(b, *best)))) {
           best = &b;
           seg = s;
         }
@@ -152,17 +190,19 @@ class ReferenceAllocator {
         oom = oom || reserved_ + bytes_of_segment > capacity;
       }
       reserved_ += bytes_of_segment;
-      segments_.push_back({Block{bytes_of_segment, next_++, stream, small, true}});
+      lowest_ -= bytes_of_segment;
+      segments_.push_back({Block{bytes_of_segment, next_++, stream, small, true, lowest_}});
       seg = segments_.size() - 1;
       best = &segments_[seg].back();
     }
     const std::uint64_t rest = best->size - size;
     const std::uint32_t handle = best->handle;
+    const std::uint64_t after = best->addr + size;
     best->size = size;
     best->free = false;
     if ((small && rest >= 512) || (!small && rest > (1u << 20))) {
       auto it = std::find_if(segments_[seg].begin(), segments_[seg].end(), [&](const Block& b) { return b.handle == handle; });
-      segments_[seg].insert(it + 1, Block{rest, next_++, stream, small, true});
+      segments_[seg].insert(it + 1, Block{rest, next_++, stream, small, true, after});
     } else {
       find(handle)->size += rest;
     }
@@ -200,7 +240,11 @@ class ReferenceAllocator {
     std::uint32_t handle;
     int stream;
     bool small, free;
+    std::uint64_t addr;
   };
+  bool below(const Block& a, const Block& b) const { return driver_ ? a.addr < b.addr : a.handle < b.handle; }
+  bool driver_;
+  std::uint64_t lowest_ = 0;
   Block* find(std::uint32_t handle) {
     for (auto& seg : segments_)
       for (auto& b : seg)
@@ -251,6 +295,29 @@ TEST_CASE("CachingAllocatorModel: the same choices as a brute-force reference ov
     // The same block: the model's slots are reused, its order is not.
     auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
     for (int op = 0; op < 3000; ++op) lockstep(rng, sizes, model, ref, live, same);
+  }
+}
+
+TEST_CASE("CachingAllocatorModel: driver placement makes the reference's choices over random steps", "[allocator]") {
+  // As above, with blocks placed as the driver places them: equal free sizes meet often, and the lowest address (the
+  // newest segment's, or the lower part of one) must win in the model's index as in the brute-force scan; under a
+  // capacity too, where released segments leave the addresses going down.
+  std::mt19937_64 rng(20261129);
+  std::vector<double> sizes;
+  for (int i = 0; i < 300; ++i) sizes.push_back(std::floor(std::exp2(std::uniform_real_distribution<>(0, 32)(rng))));
+  for (std::uint64_t gib : {0, 0, 128, 256}) {
+    CachingAllocatorModel model(gpuplan::Placement::driver);
+    ReferenceAllocator ref(/*driver=*/true);
+    if (gib > 0) {
+      model.set_capacity(double(gib << 30));
+      ref.capacity = gib << 30;
+    }
+    Live live;
+    auto same = [&](std::uint32_t m, std::uint32_t r) { return model.order(m) == r; };
+    for (int op = 0; op < 3000; ++op) {
+      lockstep(rng, sizes, model, ref, live, same);
+      REQUIRE(model.releases() == ref.releases);
+    }
   }
 }
 

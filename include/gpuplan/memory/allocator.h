@@ -3,7 +3,8 @@
 // a request takes the smallest cached block that fits (splitting it), and only when none fits does the allocator
 // add a segment. Fragmentation is what that policy leaves unusable. Blocks belong to the CUDA stream that
 // allocated them and are only reused by requests on that stream (FSDP2 all-gathers and reduce-scatters on streams
-// of their own: measured on 2 × H200, their blocks sit in separate pools beside the default stream's).
+// of their own: measured on 2 × H200, their blocks sit in separate pools beside the default stream's). Among free
+// blocks of one size the lowest address goes first, so where blocks lie decides between them (Placement).
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -108,6 +109,23 @@ class Devector {
 
 }  // namespace detail
 
+// Where the model places blocks, i.e. which of several free blocks of one size a request takes (CUDACachingAllocator's
+// BlockComparatorSize: the lowest address).
+enum class Placement : std::uint8_t {
+  // As the driver places them: cudaMalloc hands each new segment out below every segment before it (of the 379 large
+  // segments the 21 recorded traces add, tests/data/calibration/traces, PyTorch 2.11 / CUDA 13.0 on an H200, 372 lie
+  // below all earlier ones), and a split's remainder lies right after the part taken (CUDACachingAllocator's
+  // alloc_found_block: remaining->ptr = block->ptr + size). Replaying the recorded traces this way, every one agrees
+  // exactly (tests/allocator/replay_traces.py).
+  driver,
+  // Blocks ranked by when the model made them (segments as allocated, then each split's remainder): the estimators'
+  // timelines (inference.h, training/allocations.h) are fitted to it. Their requests are coarser than the real
+  // sequence (a layer's weights one block, prefill tensors merged), and under driver placement their measured sets
+  // move both ways, several past their ratchets (measured_g2's worst 6.7 → 22.5 %, measured_g1's 10.9 → 17.0 %,
+  // measured_m1's p90 5.7 → 3.9 %): they keep this order until their timelines follow the traces.
+  made,
+};
+
 class CachingAllocatorModel {
  public:
   using Handle = std::uint32_t;  // a block's slot (a step's requests are bounded far below 2^31)
@@ -123,7 +141,7 @@ class CachingAllocatorModel {
   // A model takes over the storage the last one on its thread left, emptied, and leaves its own when it ends: a
   // process replays many steps (the fit table, the planner), and its fresh pages cost more than the replay's work
   // (7–11 µs a page on the VM we measure on), so only the largest replay touches new ones.
-  CachingAllocatorModel() {
+  explicit CachingAllocatorModel(Placement placement = Placement::made) : placement_(placement) {
     Storage& s = spare();
     blocks_.swap(s.blocks);
     dead_.swap(s.dead);
@@ -160,7 +178,8 @@ class CachingAllocatorModel {
         release_cached();
         out_of_memory_ = out_of_memory_ || reserved_ + seg > capacity_;
       }
-      b = new_block(seg, pool);
+      if (placement_ == Placement::driver) lowest_ -= seg / kMinBlockSize;  // below every earlier segment
+      b = new_block(seg, pool, placement_ == Placement::driver ? lowest_ : made_);
       reserved_ += seg;
       if (batch_) carved_.push_back({b, seg, none});
     } else if (batch_ && blocks_[b].order < batch_since_) {
@@ -169,7 +188,7 @@ class CachingAllocatorModel {
     // Split when the remainder is worth keeping (CUDACachingAllocator::should_split).
     const std::uint64_t rest = blocks_[b].size - size;
     if ((small && rest >= kMinBlockSize) || (!small && rest > kSmallSize)) {
-      const Handle r = new_block(rest, pool);
+      const Handle r = new_block(rest, pool, placement_ == Placement::driver ? blocks_[b].addr + size / kMinBlockSize : made_);
       blocks_[r].prev = b;
       blocks_[r].next = blocks_[b].next;
       if (blocks_[b].next != none) blocks_[blocks_[b].next].prev = r;
@@ -248,15 +267,19 @@ class CachingAllocatorModel {
   // fragmentation).
   double reserve() const { return std::max(0.0, peak_reserved() - peak_allocated()); }
   static constexpr Handle none = ~Handle(0);
-  // A block's rank in address order as the model keeps it: blocks are numbered as they are made (segments in the
-  // order they are allocated, then each split's remainder), and the lower number stands for the lower address.
+  // A block's number: blocks are numbered as they are made (segments in the order they are allocated, then each
+  // split's remainder), and a merged block keeps the lower one's.
   std::uint32_t order(Handle b) const { return blocks_[b].order; }
+  // Its place in address order (Placement): under driver placement its address in units of 512 B (kMinBlockSize),
+  // counted down from 2^64 units; else its number when made.
+  std::uint64_t address(Handle b) const { return blocks_[b].addr; }
 
  private:
-  struct Block {  // 24 bytes
+  struct Block {  // 32 bytes
     std::uint64_t size = 0;
+    std::uint64_t addr = 0;  // address()
     Handle prev = none, next = none;
-    std::uint32_t order = 0;
+    std::uint32_t order = 0;  // order(): made before a batch or in it
     std::uint16_t size_class = 0;  // while free: the class it is filed in
     std::uint8_t pool = 0;         // pools_ index: (small, stream)
     bool free = true;
@@ -265,17 +288,17 @@ class CachingAllocatorModel {
   // Free blocks by pool (small or large, stream), ordered as PyTorch's BlockComparator orders a pool — by (stream,
   // size, address) — and a request takes the first block at or above its size. A step has thousands of free blocks,
   // and splits keep making new sizes, so a pool files its blocks by size class — a size's octave cut in 16, as in
-  // TLSF (Masmano et al., ECRTS 2004) — each class an array of (size, order, block) kept sorted, with a bitmap of
-  // the classes that hold any: a request looks in its own class, then jumps to the next class that holds a block
-  // (order() stands for the address). A class is sorted from the last block to be taken to the first, so that
+  // TLSF (Masmano et al., ECRTS 2004) — each class an array of (size, address, block) kept sorted, with a bitmap of
+  // the classes that hold any: a request looks in its own class, then jumps to the next class that holds a block.
+  // A class is sorted from the last block to be taken to the first, so that
   // taking one — often one of many equal sizes, e.g. a layer's tensor freed in every layer — removes it from the
   // end, not the front.
   struct Entry {
     std::uint64_t size;
-    std::uint32_t order;
+    std::uint64_t addr;
     Handle block;
     // Taken later: the larger size, then the higher address.
-    static bool later(const Entry& a, const Entry& b) { return a.size > b.size || (a.size == b.size && a.order > b.order); }
+    static bool later(const Entry& a, const Entry& b) { return a.size > b.size || (a.size == b.size && a.addr > b.addr); }
   };
   // A class's entries: taken from the back, and a freed block goes to one end or the other nearly always (a 405B
   // training replay: to the front 6 times in 10, the back 4 in 10, inside a handful).
@@ -379,7 +402,7 @@ class CachingAllocatorModel {
     const int c = size_class(blk.size);
     blk.size_class = std::uint16_t(c);
     auto& v = p.classes[c];
-    const Entry e{blk.size, blk.order, b};
+    const Entry e{blk.size, blk.addr, b};
     if (v.empty()) {
       p.mark(c, true);
       return v.push_back(e);
@@ -405,7 +428,7 @@ class CachingAllocatorModel {
     Pool& p = pools_[blk.pool];
     const int c = blk.size_class;
     auto& v = p.classes[c];
-    const Entry e{blk.size, blk.order, b};  // a merged neighbour: the class's last entry 6 times in 10 (405B training)
+    const Entry e{blk.size, blk.addr, b};  // a merged neighbour: the class's last entry 6 times in 10 (405B training)
     v.erase(near_back(v, [&](const Entry& x) { return !Entry::later(x, e); }));
     if (v.empty()) p.mark(c, false);
   }
@@ -439,9 +462,10 @@ class CachingAllocatorModel {
   // A block in a free slot: merged blocks leave theirs to reuse, so a replay keeps as many slots as it ever has
   // blocks at once rather than one per block it ever made (a 405B serving replay: ~600 against ~17,000; reusing
   // them took a fifth off that process's time, 286 fewer page faults).
-  Handle new_block(std::uint64_t size, std::uint8_t pool) {
+  Handle new_block(std::uint64_t size, std::uint8_t pool, std::uint64_t addr) {
     Block blk;
     blk.size = size;
+    blk.addr = addr;
     blk.order = made_++;
     blk.pool = pool;
     if (dead_.empty()) {
@@ -457,6 +481,10 @@ class CachingAllocatorModel {
   std::vector<Block> blocks_;
   std::vector<Handle> dead_;  // slots of merged blocks
   std::uint32_t made_ = 0;    // blocks made so far
+  // The lowest segment's address (units of 512 B): segments up to 2^60 B each (round_size's clamp) wrap it only
+  // after 8,192 of them, and then only the order of equal free blocks would suffer.
+  std::uint64_t lowest_ = 0;
+  Placement placement_;
   // In a batch: each block requests were carved from — a free block older than the batch, or a segment it added —
   // with the size and next neighbour it had then.
   struct Carved {
@@ -527,6 +555,7 @@ class ReplayedAllocations {
   AllocationTimeline::Phase phase = AllocationTimeline::Phase::setup;  // unused: the reserve has no phases
   ReplayedAllocations() = default;
   explicit ReplayedAllocations(double capacity) { model_.set_capacity(capacity); }  // bytes it may reserve
+  explicit ReplayedAllocations(Placement placement) : model_(placement) {}
 
   Id malloc(double bytes, int stream = 0) { return model_.malloc(bytes, stream); }
   void free(Id id) { model_.free(id); }

@@ -75,7 +75,7 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 // host), 20.6 and 18.0 on the H200 hosts of measured_g5 and measured_g6 (3 points each); gpt-fast's eager baseline
 // on an A100 host, 25.5 tokens/s for Llama-2-7B (PyTorch blog "Accelerating Generative AI with PyTorch II: GPT,
 // Fast", 2023), 22 µs. 20 µs is their mean (19.7). Points range from 12 to 28 µs an operator, within one host too
-// (measured_g4's Llama-3.1-8B 32–50 ms a step, measured_g5's 12–21 µs; the held-out points, not fitted, have host
+// (measured_g4's Llama-3.1-8B 32–50 ms a step, measured_g5's 12–28 µs; the held-out points, not fitted, have host
 // medians 18.3, 23.5, 13.0 and 15.1 µs): a given host can be a third faster or slower. Engines that replay CUDA
 // graphs (vLLM, SGLang, llama.cpp) pay per kernel and per step instead (EngineStep below).
 struct HostFloor {
@@ -228,7 +228,8 @@ inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const E
   const double T = x.batch * x.tokens, h = double(s.hidden), I = double(s.moe.intermediate);
   const double fp32 = d.peak.fp32.value_or(0) * e.compute;
   double bytes = x.batch * x.cache_bytes * EagerTraffic::cache_cat_passes;
-  double seconds = host_forward_ops(s, x.tokens) * HostFloor::kernel_share * kernel_seconds(d, KernelFloor::launched_cycles);
+  double seconds =
+      host_forward_ops(s, x.tokens) * HostFloor::kernel_share * kernel_seconds(d, KernelFloor::launched_cycles);
   for (std::int64_t l = 0; l < s.layers; ++l) {
     if (s.is_moe_layer(l)) {
       const double pairs = T * double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);

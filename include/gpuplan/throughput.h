@@ -69,12 +69,15 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 // transformers' Llama decoder layer at decode: two RMSNorms (8 operators each), the q/k/v/o projections with their
 // views and transposes (10), rotary embeddings (14), the cache's two torch.cat, SDPA with its reshapes (3), the
 // MLP (5), two residual adds: 56; each further norm (Qwen3's q/k norms, Gemma's sandwich norms) 8 more; an MoE
-// block's router, top-k and dispatch ~20 beyond the MLP's. What an operator costs is the host CPU's: measured on
-// two H100 hosts (tests/data/calibration/measured_g2 and measured_g4, Llama, OLMo 2 and Qwen3-MoE shapes at batch
-// 1–64, where the step hardly moves with the batch), 14 and 23 µs; gpt-fast's eager baseline on an A100 host, 25.5
-// tokens/s for Llama-2-7B (PyTorch blog "Accelerating Generative AI with PyTorch II: GPT, Fast", 2023), 22 µs. 20 µs
-// is their mean; a host can be a third faster or slower. Engines that replay CUDA graphs (vLLM, SGLang,
-// llama.cpp) pay per kernel and per step instead (EngineStep below).
+// block's router, top-k and dispatch ~20 beyond the MLP's. What an operator costs is the host CPU's, and hosts
+// differ: the median of step / operators over the fit half's host-bound decode points (the GPU's part under half the
+// step) is 16.9 µs on the H100 host of tests/data/calibration/measured_g2, 21.0 on measured_g4's (another H100
+// host), 20.6 and 18.0 on the H200 hosts of measured_g5 and measured_g6 (3 points each); gpt-fast's eager baseline
+// on an A100 host, 25.5 tokens/s for Llama-2-7B (PyTorch blog "Accelerating Generative AI with PyTorch II: GPT,
+// Fast", 2023), 22 µs. 20 µs is their mean (19.7). Points range from 12 to 28 µs an operator, within one host too
+// (measured_g4's Llama-3.1-8B 32–50 ms a step, measured_g5's 12–28 µs; the held-out points, not fitted, have host
+// medians 18.3, 23.5, 13.0 and 15.1 µs): a given host can be a third faster or slower. Engines that replay CUDA
+// graphs (vLLM, SGLang, llama.cpp) pay per kernel and per step instead (EngineStep below).
 struct HostFloor {
   static constexpr double eager_op_seconds = 20e-6;
   static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 20;
@@ -92,6 +95,11 @@ struct HostFloor {
   static constexpr double grouped_router_ops = 19, shared_expert_ops = 6;
   static constexpr double attention_ops = 29;
   static constexpr double gdn_layer_ops = 60, gdn_recurrent_ops = 55, gdn_chunk_setup_ops = 60;
+  // Of the Llama layer's 56 operators, 41 launch a kernel: the two RMSNorms (8 each), q, k and v (3), rotary (5 for
+  // q, 5 for k), the two cache cats, SDPA and the copy that makes its output contiguous (2), o (1), the MLP (5) and
+  // the two residual adds; the other 15 are views (view, transpose, unsqueeze, the rotate_half slices). The share is
+  // taken for every operator counted above.
+  static constexpr double kernel_share = 41.0 / 56.0;
 };
 // The chunked rule's loops: 63 rows (chunk_size − 1) of the chunk's triangular solve, 6 kernels a row (two clones,
 // the product, the sum, the add, the row's copy back), then the ⌈p / 64⌉ chunks in order (the state carries from one
@@ -199,21 +207,29 @@ inline double kernel_seconds(const Device& d, double cycles) {
 //   scores of every head, query and key in the activation dtype: QKᵀ written, scaled, masked, the sinks concatenated,
 //   the row max and its subtraction, the softmax, read again by P·V: 13 passes over them.
 // - Gated DeltaNet's torch rule (GatedDeltaNetLoops): its loops' kernels, bytes and fp32 FLOPs.
+// - The cache (cache_utils.py DynamicLayer.update): each decode step's torch.cat reads every layer's keys and values
+//   and writes them one token longer, two passes over the cache beside the attention's read.
+// - Every kernel an operator launches (HostFloor::kernel_share of host_forward_ops) also costs the GPU its launch,
+//   ramp and tail (KernelFloor::launched_cycles): hidden while the host is the slower, not when the reads are as long.
 struct EagerTraffic {
   static constexpr double moe_hidden_rows = 13, moe_inter_rows = 8, bias_hidden_rows = 4, bias_inter_rows = 6;
   static constexpr double dense_routing_hidden_rows = 6, dense_routing_inter_rows = 8;
   static constexpr double score_passes = 13;
+  static constexpr double cache_cat_passes = 2;
 };
 struct EagerForward {
   double batch = 1, tokens = 1, context = 1;  // sequences, tokens each in this forward, keys each attends
   bool eager_attention = false;
-  double act = 2;  // bytes an activation element
+  double act = 2;          // bytes an activation element
+  double cache_bytes = 0;  // decode: the cache one sequence holds (all layers), which torch.cat copies
 };
 inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const EagerForward& x, double bandwidth,
                                     Efficiency e) {
   const double T = x.batch * x.tokens, h = double(s.hidden), I = double(s.moe.intermediate);
   const double fp32 = d.peak.fp32.value_or(0) * e.compute;
-  double bytes = 0, seconds = 0;
+  double bytes = x.batch * x.cache_bytes * EagerTraffic::cache_cat_passes;
+  double seconds =
+      host_forward_ops(s, x.tokens) * HostFloor::kernel_share * kernel_seconds(d, KernelFloor::launched_cycles);
   for (std::int64_t l = 0; l < s.layers; ++l) {
     if (s.is_moe_layer(l)) {
       const double pairs = T * double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
@@ -556,7 +572,9 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
   const double mem_time =
       decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
-      (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act}, bandwidth, e) : 0.0);
+      (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act, context * kv_bytes_per_token},
+                                     bandwidth, e)
+             : 0.0);
   // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
   const double gemm_flops = tiled_decode(engine.profile, f)
                                 ? tiled_decode_flops(s, w.n2, b) * e.compute / GemmTile::efficiency

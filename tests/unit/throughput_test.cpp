@@ -103,6 +103,26 @@ TEST_CASE("serving_throughput: eager generate is never faster than its host issu
   CHECK(graphs.decode_overhead_bound);  // 2.38 ms of overhead against 0.82 ms of reads
 }
 
+TEST_CASE("serving_throughput: eager decode copies the cache and pays each kernel's floor", "[throughput]") {
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  const ModelSpec& m = find_preset("llama-3.2-1b").spec;  // 16 layers: 906 operators, 41 of each layer's 56 kernels
+  Efficiency e;
+  const double wbytes = 2.0 * 1'235'814'400, kv = 32'768;  // bytes a token's cache takes
+  // Batch 64 at 32,768 tokens: the attention reads the 68.7 GB cache and DynamicLayer's torch.cat reads and writes
+  // it again (3 passes: 206 GB, 68 ms at 0.9 × 3.35 TB/s), far above the host's 18.12 ms; each of the 663 kernels
+  // (906 × 41 / 56) adds 10,000 cycles at 1.98 GHz (3.35 ms).
+  const auto hf = serving_throughput(m, h100, WeightFormat::bf16, wbytes, kv, 64, 16, 32'768, 1, e, Profile::pytorch);
+  CHECK_FALSE(hf.decode_host_bound);
+  const double kernels = host_forward_ops(m, 1) * 41.0 / 56.0;
+  CHECK(host_forward_ops(m, 1) == Approx(906));
+  CHECK(hf.decode_step.in(unit::seconds) ==
+        Approx((wbytes + 3.0 * 64 * 32'768 * kv) / (0.9 * 3.35e12) + kernels * 10'000 / 1.98e9));
+  // vLLM's paged cache is written a token at a time: its step reads the cache once.
+  const auto vllm = serving_throughput(m, h100, WeightFormat::bf16, wbytes, kv, 64, 16, 32'768, 1, e, Profile::vllm);
+  CHECK(vllm.decode_step.in(unit::seconds) ==
+        Approx((wbytes + 64 * 32'768 * kv) / (0.9 * 3.35e12) + vllm.decode_overhead.in(unit::seconds)));
+}
+
 TEST_CASE("sequence_decode_context: a sequence reads its own cache, not what the engine reserves", "[throughput]") {
   // One prompt token and 2048 new under SGLang's context_length 140000: the cache averages 1 + 2048 − 1024 tokens.
   CHECK(sequence_decode_context(1, 2048, 140'000) == Approx(1025.0));

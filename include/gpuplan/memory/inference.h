@@ -949,8 +949,9 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const double fraction = g.mem_fraction_static > 0 ? g.mem_fraction_static : d.mem_fraction_static;
   // Whole bytes throughout: the static share and what it leaves to activations are the whole GPU by construction, so
   // the parts must add up to the device exactly (fractional bytes rounded the sum past it: "does not fit" by 1e-13).
-  const double weights = std::ceil(t.weights + engine_rotary_cache_bytes(s, sglang_rotary_element_bytes(w.device_is_rocm, t.c)) +
-                                   sglang_replicated_router_bytes(s, t.c, w.tp));
+  const double rotary = sglang_transformers_fallback(s) ? 0.0
+                                                        : engine_rotary_cache_bytes(s, sglang_rotary_element_bytes(w.device_is_rocm, t.c));
+  const double weights = std::ceil(t.weights + rotary + sglang_replicated_router_bytes(s, t.c, w.tp));
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL's buffers by interconnect (the same
   // PyTorch and NCCL as vLLM; its logged figures).
   const double init = std::ceil(VllmProfile::cuda_context.in(unit::bytes) +

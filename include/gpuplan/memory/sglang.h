@@ -136,6 +136,12 @@ inline double sglang_req_to_token_bytes(std::int64_t requests, std::int64_t cont
 // `if not _is_cuda: cache = cache.to(dtype)`). vLLM casts it to the model's dtype.
 inline double sglang_rotary_element_bytes(bool rocm, double model_bytes) { return rocm ? model_bytes : 4.0; }
 
+// Model types SGLang serves through its transformers fallback (python/sglang/srt/models/transformers.py,
+// TransformersForCausalLM) for want of a model class of its own: Hugging Face's rotary embedding keeps only inv_freq
+// and computes cos/sin each step, so there is no cache. seed_oss at 0.5.5: the yuy4o/llm log of Seed-OSS-36B prints
+// "Load weight end. type=TransformersForCausalLM".
+inline bool sglang_transformers_fallback(const ModelSpec& s) { return s.model_type == "seed_oss"; }
+
 // What the MoE routers add on each GPU beyond the 1/tp share the weights are split by: SGLang builds each MoE
 // layer's router (gate, experts × hidden) as a ReplicatedLinear, whole on every rank and in the model's dtype
 // (python/sglang/srt/models/qwen2_moe.py Qwen2MoeSparseMoeBlock, used by models/qwen3_next.py at 0.5.x; the FP8

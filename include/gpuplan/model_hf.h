@@ -425,15 +425,54 @@ inline ModelSpec model_from_hf_config(const nlohmann::json& j, const std::string
   return s;
 }
 
-// The per-module formats of a ModelOpt MIXED_PRECISION checkpoint, from its config.json's quantization_config (or
-// hf_quant_config.json's "quantization"): quant_method "modelopt", quant_algo "MIXED_PRECISION", quantized_layers
-// naming each quantized module's quant_algo. Nothing for any other config: one format for every linear is what
-// --weights says. NVFP4 and W4A16_NVFP4 store the same 4.5 bits (E2M1 + an E4M3 scale per 16); W4A16 only keeps the
-// activations 16 bit.
+namespace detail {
+
+// An FP8 checkpoint's quantization_config as transformers' FineGrainedFP8 and the Qwen / DeepSeek FP8 releases write
+// it: quant_method "fp8", every Linear in FP8 e4m3 but those modules_to_not_convert (or ignored_layers, SGLang's and
+// vLLM's Fp8Config read both) names, which stay 16 bit, and weight_block_size [n, k] giving one fp32 scale
+// (weight_scale_inv) per n × k block. Embeddings and lm_head are not Linear layers to SGLang's and vLLM's Fp8Config
+// (VocabParallelEmbedding / ParallelLMHead): 16 bit whether listed or not.
+inline ModuleFormats fp8_module_formats(const nlohmann::json& q, const std::string& where) {
+  ModuleFormats m;
+  m.otherwise = WeightFormat::fp8;
+  m.rules = {{"embed_tokens", WeightFormat::bf16}, {"lm_head", WeightFormat::bf16}};
+  const auto block = q.find("weight_block_size");
+  if (block != q.end() && !block->is_null()) {
+    if (!block->is_array() || block->size() != 2 || !(*block)[0].is_number_integer() || !(*block)[1].is_number_integer() ||
+        (*block)[0].get<std::int64_t>() <= 0 || (*block)[1].get<std::int64_t>() <= 0)
+      throw DataError(where + ": quantization_config \"weight_block_size\" must be two positive integers");
+    m.fp8_scale_block = double((*block)[0].get<std::int64_t>()) * double((*block)[1].get<std::int64_t>());
+  }
+  std::size_t kept = 0;
+  for (const char* key : {"modules_to_not_convert", "ignored_layers"}) {
+    const auto it = q.find(key);
+    if (it == q.end() || it->is_null()) continue;
+    if (!it->is_array()) throw DataError(where + ": quantization_config \"" + key + "\" must be a list of module names");
+    for (const auto& name : *it) {
+      if (!name.is_string()) throw DataError(where + ": quantization_config \"" + key + "\" must be a list of module names");
+      const std::string n = name.get<std::string>();
+      if (n.rfind("mtp", 0) == 0) continue;  // the MTP head loads only with speculative decoding
+      m.rules.push_back({ModuleFormats::local_name(n), WeightFormat::bf16});
+      ++kept;
+    }
+  }
+  m.label = "FP8" + (m.fp8_scale_block > 0 ? " (block scales)" : std::string()) + ", " + std::to_string(kept) +
+            " modules kept 16 bit";
+  return m;
+}
+
+}  // namespace detail
+
+// The per-module formats a config's quantization_config (or hf_quant_config.json's "quantization") gives: an FP8
+// checkpoint's (detail::fp8_module_formats), or a ModelOpt MIXED_PRECISION checkpoint's: quant_method "modelopt",
+// quant_algo "MIXED_PRECISION", quantized_layers naming each quantized module's quant_algo. Nothing for any other
+// config: one format for every linear is what --weights says. NVFP4 and W4A16_NVFP4 store the same 4.5 bits (E2M1 +
+// an E4M3 scale per 16); W4A16 only keeps the activations 16 bit.
 inline std::optional<ModuleFormats> module_formats_from_config(const nlohmann::json& config, const std::string& where) {
   const nlohmann::json* q = nullptr;
   if (config.contains("quantization_config") && config["quantization_config"].is_object()) q = &config["quantization_config"];
   else if (config.contains("quantization") && config["quantization"].is_object()) q = &config["quantization"];
+  if (q && q->value("quant_method", "") == "fp8") return detail::fp8_module_formats(*q, where);
   if (!q || q->value("quant_algo", "") != "MIXED_PRECISION") return std::nullopt;
   if (q->contains("quant_method") && q->value("quant_method", "") != "modelopt") return std::nullopt;
   const auto it = q->find("quantized_layers");

@@ -238,6 +238,12 @@ struct ModuleFormats {
   };
   std::vector<Rule> rules;
   std::string label;  // what the checkpoint calls its scheme, e.g. "ModelOpt MIXED_PRECISION"
+  // The format of a linear no rule names: 16 bit where the config lists what it quantizes (ModelOpt), the scheme's own
+  // where it lists what it leaves (an FP8 config's modules_to_not_convert).
+  WeightFormat otherwise = WeightFormat::bf16;
+  // FP8 weights per fp32 scale where the config gives weight_block_size (128 × 128: one scale per 16,384 weights,
+  // weight_scale_inv); 0: a scale per output channel, as bits_per_weight has it.
+  double fp8_scale_block = 0;
 
   // The module name without "….layers.N." (and without a wrapper's "model.language_model." at the top level).
   static std::string local_name(const std::string& name) {
@@ -262,12 +268,18 @@ struct ModuleFormats {
     return {m};
   }
 
-  // The format a rule gives the group; the checkpoint's 16-bit dtype where none does.
+  // The format a rule gives the group; `otherwise` where none does.
   WeightFormat format_of(const ParamGroup& g) const {
     for (const auto& r : rules)
       for (const auto& n : names_of(g))
         if (r.module == n || r.module.ends_with("." + n)) return r.format;
-    return WeightFormat::bf16;
+    return otherwise;
+  }
+
+  // Bits per weight of a matrix in format f: FP8 with its block scales where the config says so.
+  double bits(WeightFormat f, const ParamGroup& g, std::int64_t layer, const GgufTraits& traits, std::int64_t group_size) const {
+    if (f == WeightFormat::fp8 && fp8_scale_block > 0) return 8 + 32.0 / fp8_scale_block;
+    return bits_per_weight(f, TensorRole::other_linear, layer, traits, g.in, group_size);
   }
 };
 
@@ -286,10 +298,11 @@ inline WeightBytes weight_bytes(const ModelSpec& s, WeightFormat f, std::int64_t
   const WeightFormat rest = gguf_file ? WeightFormat::q8_0 : WeightFormat::bf16;
   WeightBytes w;
   auto bytes = [&](const ParamGroup& g, TensorRole role, std::int64_t layer) {
-    const WeightFormat gf = mixed && g.is_matrix() ? mixed->format_of(g) : experts_only && !g.expert ? rest : f;
     // A format named by the checkpoint for a module holds for it, embedding and head included.
-    const TensorRole r = mixed && g.is_matrix() ? TensorRole::other_linear : role;
-    return Bytes(double(g.numel()) * bits_per_weight(gf, r, layer, traits, g.in, group_size, gguf_file) / 8.0);
+    if (mixed && g.is_matrix())
+      return Bytes(double(g.numel()) * mixed->bits(mixed->format_of(g), g, layer, traits, group_size) / 8.0);
+    const WeightFormat gf = experts_only && !g.expert ? rest : f;
+    return Bytes(double(g.numel()) * bits_per_weight(gf, role, layer, traits, g.in, group_size, gguf_file) / 8.0);
   };
   // A tied embedding is also the output matrix: llama.cpp quantises it by the output rules (no output.weight).
   for (const auto& g : inv.embedding)

@@ -79,9 +79,43 @@ TEST_CASE("weight_bytes: a ModelOpt MIXED_PRECISION checkpoint, each module in i
   CHECK(n.format_of(ParamGroup{"in_proj_ba", 64, 2048, 1, true}) == WeightFormat::bf16);
   CHECK(ModuleFormats::local_name("model.language_model.layers.12.mlp.experts") == "mlp.experts");
   // One format for every linear is --weights' business; an algorithm gpuplan does not know is a data error.
-  CHECK_FALSE(module_formats_from_config(nlohmann::json{{"quantization_config", {{"quant_method", "fp8"}}}}, "t"));
+  CHECK_FALSE(module_formats_from_config(nlohmann::json{{"quantization_config", {{"quant_method", "awq"}}}}, "t"));
   q["quantized_layers"]["lm_head"] = {{"quant_algo", "INT3"}};
   CHECK_THROWS_AS(module_formats_from_config(nlohmann::json{{"quantization_config", q}}, "t"), DataError);
+}
+
+TEST_CASE("weight_bytes: an FP8 checkpoint's config, block scales and the modules it leaves 16 bit", "[quant]") {
+  // Qwen3-Next-80B-A3B-Instruct-FP8 as tests/data/engines/configs/qwen3-next-80b-a3b-instruct-fp8.json reconstructs
+  // it: weight_block_size [128, 128] (8 bits + an fp32 scale per 16,384 weights), the Gated DeltaNet's projections
+  // (in_proj_qkvz, in_proj_ba, out_proj) and the routers 16 bit, embeddings and lm_head 16 bit as they are for every
+  // FP8 config. By hand, the FP8 matrices: experts 48 × 512 × 3 × 2048 × 512 = 77,309,411,328, shared experts 48 × 3 ×
+  // 2048 × 512 = 150,994,944, gated q 12 × 8192 × 2048 = 201,326,592, k and v 12 × 2 × 512 × 2048 = 25,165,824, o 12 ×
+  // 2048 × 4096 = 100,663,296: 77,787,561,984 weights at 1 + 4 / 16,384 B instead of 2 B. bf16: 2 × 79,674,391,296 B.
+  std::ifstream f(std::string(GPUPLAN_TEST_DATA) + "/engines/configs/qwen3-next-80b-a3b-instruct-fp8.json");
+  const nlohmann::json config = nlohmann::json::parse(f);
+  const auto fp8 = module_formats_from_config(config, "t");
+  REQUIRE(fp8);
+  CHECK(fp8->otherwise == WeightFormat::fp8);
+  CHECK(fp8->fp8_scale_block == 16'384);
+  CHECK(fp8->format_of(ParamGroup{"in_proj_qkvz", 12288, 2048, 1, true}) == WeightFormat::bf16);
+  CHECK(fp8->format_of(ParamGroup{"out_proj", 2048, 4096, 1, true}) == WeightFormat::bf16);
+  CHECK(fp8->format_of(ParamGroup{"o_proj", 2048, 4096, 1, true}) == WeightFormat::fp8);
+  const ModelSpec s = model_from_hf_config(config, "t");
+  CHECK(count_params(s).total.in(unit::params) == 79'674'391'296);
+  const double fp8_weights = 77'787'561'984.0;
+  CHECK(weight_bytes(s, WeightFormat::bf16, 128, false, &*fp8).total().in(unit::bytes) ==
+        Approx(2 * 79'674'391'296.0 - fp8_weights * (2 - (1 + 4.0 / 16'384))));
+  // Without a list every Linear is FP8 (scale per output row without weight_block_size); the embedding is not one.
+  const auto all = module_formats_from_config(nlohmann::json{{"quantization_config", {{"quant_method", "fp8"}}}}, "t");
+  REQUIRE(all);
+  CHECK(all->format_of(ParamGroup{"embed_tokens", 151'936, 2048, 1, false}) == WeightFormat::bf16);
+  CHECK(all->bits(WeightFormat::fp8, ParamGroup{"out_proj", 2048, 4096, 1, true}, 0, GgufTraits{}, 128) == 8 + 32.0 / 4096);
+  CHECK_THROWS_AS(module_formats_from_config(
+                      nlohmann::json{{"quantization_config", {{"quant_method", "fp8"}, {"weight_block_size", {128}}}}}, "t"),
+                  DataError);
+  CHECK_THROWS_AS(module_formats_from_config(
+                      nlohmann::json{{"quantization_config", {{"quant_method", "fp8"}, {"modules_to_not_convert", "lm_head"}}}}, "t"),
+                  DataError);
 }
 
 TEST_CASE("qwen_vision_params: the vision encoder of Qwen3.6-35B-A3B by hand", "[quant]") {

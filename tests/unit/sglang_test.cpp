@@ -1,6 +1,7 @@
 // SGLang's start-up arithmetic (include/gpuplan/memory/sglang.h), by hand and against the numbers SGLang logged
 // (tests/data/engines/sglang.jsonl, tests/data/engines/collected/sglang.jsonl).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 
 #include <gpuplan/builtin.h>
@@ -24,7 +25,8 @@ TEST_CASE("SGLang: hybrid models share the pool between state slots and full-att
   const double rest = (2 * 29.13 + 1.20 + 51.24) * kSglangGiB;
   const SglangStatePool p = sglang_state_pool(rest, sglang_state_slot_bytes(next, 2, 4), true, 0);
   CHECK(p.slots == 2914);
-  CHECK(p.bytes == 2915 * sglang_state_slot_bytes(next, 2, 4));  // and the padding slot
+  CHECK(p.reserved == 2914 * sglang_state_slot_bytes(next, 2, 4));  // what the KV pool's sizing takes out
+  CHECK(p.bytes == 2915 * sglang_state_slot_bytes(next, 2, 4));     // and the padding slot MambaPool adds
   CHECK(p.bytes * 524'288 / (524'288 + 12'288) == Approx(51.24 * kSglangGiB).epsilon(0.001));  // its ssm part
   // Radix cache off (Kimi Linear): one slot per running request, 512 when not given.
   CHECK(sglang_state_pool(rest, 1e6, false, 4).slots == 4);
@@ -43,6 +45,44 @@ TEST_CASE("SGLang: hybrid models share the pool between state slots and full-att
   const double state = e.memory.components.kv_cache.in(unit::bytes) - kv;
   CHECK(state / kv == Approx(0.9).epsilon(0.05));
   CHECK(double(*e.serving.kv_tokens) * e.kv_bytes_per_token.in(unit::bytes) <= kv);
+}
+
+TEST_CASE("SGLang 0.5.5: the KV pool is the rest less max_mamba_cache_size slots, the padding slot beyond it",
+          "[engines][sglang]") {
+  const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;
+  // A slot at TP 2: 36 layers × (conv 8192 × 3 × 2 B / 2 = 24,576 + state 32 × 128 × 128 × 4 B / 2 = 1,048,576) =
+  // 38,633,472 B (the log: 31 slots, ssm 1.09 GB + conv 0.03 GB); at TP 1 twice that.
+  CHECK(sglang_state_slot_bytes(next, 2, 2) == 38'633'472.0);
+  CHECK(sglang_state_slot_bytes(next, 2, 1) == 77'266'944.0);
+  // yuy4o/llm's 0.5.5 A800 logs, from their own figures: rest = avail after weights − (1 − 0.98) × avail at start.
+  // TP 2: 3.92 − 0.02 × 78.54 = 2.3492 GiB; × 0.9 / 1.9 / 38,633,472 → 30 slots (logged 30); less 30 slots, 1.2697
+  // GiB / 12,288 B = 110,956 tokens (logged 110,539; 31 slots would leave 107,812).
+  auto tokens = [](double rest, const SglangStatePool& p, double per_token) { return std::floor((rest - p.reserved) / per_token); };
+  const double rest2 = (3.92 - 0.02 * 78.54) * kSglangGiB;
+  const SglangStatePool tp2 = sglang_state_pool(rest2, 38'633'472.0, true, 4);
+  CHECK(tp2.slots == 30);
+  CHECK(tokens(rest2, tp2, 12'288) == 110'956);
+  // TP 1 (the FP8 checkpoint): 2.61 − 0.02 × 78.67 = 1.0366 GiB → 6 slots (logged 6), 26,425 tokens of 24,576 B
+  // (logged 26,216; 7 slots would leave 23,281).
+  const double rest1 = (2.61 - 0.02 * 78.67) * kSglangGiB;
+  const SglangStatePool tp1 = sglang_state_pool(rest1, 77'266'944.0, true, 4);
+  CHECK(tp1.slots == 6);
+  CHECK(tokens(rest1, tp1, 24'576) == 26'425);
+  // Without the radix cache the fixed slots are what the pool gives up: --max-running-requests of them.
+  CHECK(sglang_rest_for(1e9, 1e6, false, 4) == 1e9 + 4e6);
+}
+
+TEST_CASE("SGLang: what the weights' share holds beside the weights", "[engines][sglang]") {
+  // RoPE cos/sin cache: fp32 on CUDA, the model's dtype on ROCm.
+  CHECK(sglang_rotary_element_bytes(false, 2) == 4);
+  CHECK(sglang_rotary_element_bytes(true, 2) == 2);
+  // Qwen3-Next's routers, 48 × 512 × 2048 bf16 = 100,663,296 B, whole on each rank: half of it more at TP 2, three
+  // quarters at TP 4; none for a dense model or at TP 1.
+  const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;
+  CHECK(sglang_replicated_router_bytes(next, 2, 2) == 50'331'648.0);
+  CHECK(sglang_replicated_router_bytes(next, 2, 4) == 75'497'472.0);
+  CHECK(sglang_replicated_router_bytes(next, 2, 1) == 0);
+  CHECK(sglang_replicated_router_bytes(find_preset("qwen3-14b").spec, 2, 4) == 0);
 }
 
 TEST_CASE("model types the SGLang logs bring: seed_oss", "[engines][sglang][model_hf]") {

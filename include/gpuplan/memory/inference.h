@@ -949,7 +949,9 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   const double fraction = g.mem_fraction_static > 0 ? g.mem_fraction_static : d.mem_fraction_static;
   // Whole bytes throughout: the static share and what it leaves to activations are the whole GPU by construction, so
   // the parts must add up to the device exactly (fractional bytes rounded the sum past it: "does not fit" by 1e-13).
-  const double weights = std::ceil(t.weights + engine_rotary_cache_bytes(s, t.c));
+  const double rotary = sglang_transformers_fallback(s) ? 0.0
+                                                        : engine_rotary_cache_bytes(s, sglang_rotary_element_bytes(w.device_is_rocm, t.c));
+  const double weights = std::ceil(t.weights + rotary + sglang_replicated_router_bytes(s, t.c, w.tp));
   // Before the first weight: the CUDA context and, with tensor parallelism, NCCL's buffers by interconnect (the same
   // PyTorch and NCCL as vLLM; its logged figures).
   const double init = std::ceil(VllmProfile::cuda_context.in(unit::bytes) +
@@ -971,7 +973,8 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     const double free0 = std::floor(total->in(unit::bytes)) - init;
     const double rest = std::floor(fraction * free0) - weights;
     state = sglang_state_pool(rest, slot, radix, requests);
-    const double pool = rest - state.bytes;
+    const double pool = rest - state.reserved;
+    const double padding_slot = state.bytes - state.reserved;  // allocated beyond the static share
     const std::int64_t tokens = pool > 0 ? static_cast<std::int64_t>(std::floor(pool / per_token)) : 0;
     if (requests == 0) {
       requests = sglang_max_running_requests(tokens, context_length);
@@ -985,10 +988,11 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
     sv.starts = tokens > 0;
     sv.largest_max_model_len = s.max_positions > 0 ? std::min(tokens, s.max_positions) : tokens;
     sv.min_mem_fraction_static = (weights + sglang_rest_for(t.len * per_token, slot, radix, requests)) / free0;
-    m.kv_cache = Bytes(std::max(0.0, rest));  // the token pool and the state slots: all the weights leave
+    // The token pool and the state slots: all the weights leave, and the state's padding slot beyond it.
+    m.kv_cache = Bytes(std::max(0.0, rest) + padding_slot);
     m.logits = Bytes(0);
-    // Left to activations and CUDA graphs: (1 − mem_fraction_static) of the free memory less the table.
-    m.activations = Bytes(std::max(0.0, free0 - std::floor(fraction * free0) - table));
+    // Left to activations and CUDA graphs: (1 − mem_fraction_static) of the free memory less the table and that slot.
+    m.activations = Bytes(std::max(0.0, free0 - std::floor(fraction * free0) - table - padding_slot));
     m.overhead = Bytes(table);
   } else {
     m.kv_cache = Bytes(double(w.batch) * (t.len * per_token + slot));
@@ -1012,7 +1016,7 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   if (state.slots > 0)
     est.assumptions.push_back(
         "hybrid model: " + std::to_string(state.slots) + " linear-attention state slots (" +
-        detail::decimal(state.bytes / double(1ull << 30), 2) + " GiB) come out of the pool first" +
+        detail::decimal(state.reserved / double(1ull << 30), 2) + " GiB) come out of the pool first, and a padding slot beyond it" +
         (s.model_type == "kimi_linear" ? std::string(", one per running request (SGLang turns the radix cache off for it)")
                                        : ", mamba_full_memory_ratio 0.9 of the KV pool's size"));
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not SGLang's pre-allocated pool");

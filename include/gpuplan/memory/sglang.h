@@ -130,6 +130,33 @@ inline double sglang_req_to_token_bytes(std::int64_t requests, std::int64_t cont
   return double(requests + 1) * double(context_len + 4) * 4.0;
 }
 
+// Bytes per element of the RoPE cos/sin cache SGLang builds once per model (the 12 full-attention layers of Qwen3-Next
+// share it): fp32 on CUDA, the model's dtype elsewhere (python/sglang/srt/layers/rotary_embedding.py
+// RotaryEmbedding.__init__, 0.4–0.5.x: "NOTE(ByronHsu): cache needs to be in FP32 for numerical stability", then
+// `if not _is_cuda: cache = cache.to(dtype)`). vLLM casts it to the model's dtype.
+inline double sglang_rotary_element_bytes(bool rocm, double model_bytes) { return rocm ? model_bytes : 4.0; }
+
+// Model types SGLang serves through its transformers fallback (python/sglang/srt/models/transformers.py,
+// TransformersForCausalLM) for want of a model class of its own: Hugging Face's rotary embedding keeps only inv_freq
+// and computes cos/sin each step, so there is no cache. seed_oss at 0.5.5: the yuy4o/llm log of Seed-OSS-36B prints
+// "Load weight end. type=TransformersForCausalLM".
+inline bool sglang_transformers_fallback(const ModelSpec& s) { return s.model_type == "seed_oss"; }
+
+// What the MoE routers add on each GPU beyond the 1/tp share the weights are split by: SGLang builds each MoE
+// layer's router (gate, experts × hidden) as a ReplicatedLinear, whole on every rank and in the model's dtype
+// (python/sglang/srt/models/qwen2_moe.py Qwen2MoeSparseMoeBlock, used by models/qwen3_next.py at 0.5.x; the FP8
+// checkpoints list mlp.gate in modules_to_not_convert). Qwen3-Next: 48 × 512 × 2048 × 2 B = 96 MiB, 48 MiB more
+// per GPU at TP 2.
+inline double sglang_replicated_router_bytes(const ModelSpec& s, double model_bytes, std::int64_t tp) {
+  if (tp <= 1) return 0;
+  const ParamInventory inv = param_inventory(s);
+  double router = 0;
+  for (std::size_t l = 0; l < inv.layers(); ++l)
+    for (const auto& g : inv.layer(l))
+      if (g.module == "gate" && g.is_matrix()) router += double(g.numel());
+  return router * model_bytes * (1.0 - 1.0 / double(tp));
+}
+
 // One request's linear-attention state (a "Mamba cache" slot) over all linear layers, per GPU
 // (python/sglang/srt/configs/mamba_utils.py, Mamba2StateShape at 0.5.5): the causal conv keeps its last
 // conv_kernel − 1 inputs in the model's dtype, the key×value state is float32 (--mamba-ssm-dtype's default); both
@@ -151,12 +178,18 @@ inline constexpr double sglang_mamba_full_memory_ratio = 0.9;
 
 struct SglangStatePool {
   std::int64_t slots = 0;
-  double bytes = 0;
+  double reserved = 0;  // what handle_max_mamba_cache takes out of the static share before the KV pool: slots × slot
+  double bytes = 0;     // what MambaPool allocates: one slot more (the padding slot), outside the static share
 };
 
 // model_runner.handle_max_mamba_cache (0.5.4–0.5.5): with the radix cache on, the state pool takes ratio / (1 + ratio)
 // of the memory the weights leave in the static share, in whole slots; with it off (Kimi Linear turns it off), one
-// slot per running request: --max-running-requests, else 512.
+// slot per running request: --max-running-requests, else 512. It returns the rest less max_mamba_cache_size slots,
+// and profile_max_num_token sizes the KV pool from that: the padding slot MambaPool adds is not charged to the pool.
+// The yuy4o/llm logs of 0.5.5 (tests/data/engines/collected/sglang.jsonl) show it: on an A800, TP 2, rest
+// 3.92 − 0.02 × 78.54 = 2.349 GiB less 30 slots of 36.84 MiB leaves 1.270 GiB = 110,950 tokens of 12,288 B (logged
+// 110,539; the GB figures are rounded to 0.005 GiB, ±440 tokens); less 31 slots it would be 107,800. At TP 1 (FP8):
+// 1.037 GiB less 6 slots of 73.69 MiB gives 26,420 tokens (logged 26,216); less 7, 23,280.
 inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, bool radix_cache,
                                          std::int64_t max_running_requests) {
   if (slot_bytes <= 0) return {};
@@ -167,6 +200,7 @@ inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, b
   } else {
     p.slots = max_running_requests > 0 ? max_running_requests : 512;
   }
+  p.reserved = double(p.slots) * slot_bytes;
   // MambaPool allocates one slot more than it hands out (the padding slot, index 0 of HybridReqToTokenPool): the
   // 0.5.4 log of issue #12419 prints 2914 slots and an ssm state of 51.24 GB = 2915 × 18,874,368 B.
   p.bytes = double(p.slots + 1) * slot_bytes;
@@ -178,7 +212,7 @@ inline SglangStatePool sglang_state_pool(double rest_bytes, double slot_bytes, b
 inline double sglang_rest_for(double token_bytes, double slot_bytes, bool radix_cache, std::int64_t max_running_requests) {
   if (slot_bytes <= 0) return token_bytes;
   if (radix_cache) return token_bytes * (1 + sglang_mamba_full_memory_ratio);
-  return token_bytes + sglang_state_pool(0, slot_bytes, false, max_running_requests).bytes;
+  return token_bytes + sglang_state_pool(0, slot_bytes, false, max_running_requests).reserved;
 }
 
 }  // namespace gpuplan

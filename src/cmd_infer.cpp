@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "app.h"
+#include "format_units.h"
 #include "model_source.h"
 #include "render.h"
 
@@ -347,6 +348,18 @@ nlohmann::json infer_report(const InferOptions& o) {
                ? ", the host's scheduling and sampling between steps" + std::string(w.tp > 1 ? ", the all-reduces" : "")
                : "") +
           " (fitted on published tables: tests/data/throughput)");
+    if (t.decode_host_bound) {
+      const double ops = host_forward_ops(spec, 1);
+      auto ms = [&](double op) { return detail::decimal(ops * op * 1e3, 1) + " ms"; };
+      report["assumptions"].push_back(
+          "decode is host-bound: HF's eager generate issues ~" + grouped(std::llround(ops)) +
+          " operators a step, at " + detail::decimal(HostFloor::eager_op_seconds * 1e6, 0) + " µs each (" +
+          ms(HostFloor::eager_op_seconds) + "); measured hosts took " +
+          detail::decimal(HostFloor::fastest_op_seconds * 1e6, 0) + "–" +
+          detail::decimal(HostFloor::slowest_op_seconds * 1e6, 0) + " µs an operator (" +
+          ms(HostFloor::fastest_op_seconds) + "–" + ms(HostFloor::slowest_op_seconds) +
+          "), as fast as the CPU; CUDA graphs (torch.compile, vLLM, SGLang) remove this floor");
+    }
     if (engine.offload.any())
       report["assumptions"].push_back(
           "weights in host memory (" + detail::decimal((engine.offload.dense_bytes + engine.offload.expert_bytes) / 1073741824.0, 2) +

@@ -80,6 +80,8 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 // graphs (vLLM, SGLang, llama.cpp) pay per kernel and per step instead (EngineStep below).
 struct HostFloor {
   static constexpr double eager_op_seconds = 20e-6;
+  // The range those points span (said beside a host-bound step: the host, not the GPU, sets it).
+  static constexpr double fastest_op_seconds = 12e-6, slowest_op_seconds = 28e-6;
   static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 20;
   // Qwen3-Next's Gated DeltaNet without flash-linear-attention (transformers 5.17 modeling_qwen3_next.py falls back
   // to torch_chunk_gated_delta_rule and torch_recurrent_gated_delta_rule when fla is not installed, as on the

@@ -813,6 +813,30 @@ inline std::string vllm_groups_assumption(const VllmKvGroups& g, std::int64_t le
          ")";
 }
 
+// How the KV cache is laid out, said in the assumptions where it is more than one group of 16-token blocks ("" if
+// not).
+inline std::string vllm_kv_layout_assumption(const VllmKvGroups& g, const ModelSpec& s, const VllmRelease& r,
+                                             EngineVersion version, std::int64_t len, std::int64_t batched) {
+  if (g.window_groups > 0 && g.full_groups > 0) return vllm_groups_assumption(g, len, batched);
+  if (g.linear_pages > 0)
+    return "hybrid KV cache: attention blocks of " + std::to_string(g.full_block) +
+           " tokens so that a page holds a linear-attention layer's state; " + std::to_string(g.full_groups) +
+           " attention and " + std::to_string(g.linear_groups) + " state groups of " + std::to_string(g.group_size) +
+           " layers, " + std::to_string(g.linear_pages) + " page(s) per request in each state group" +
+           (g.linear_pages == 2 ? " (prefix caching: mamba_cache_mode align)" : "");
+  if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
+    return "vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache manager before 0.10)";
+  return "";
+}
+
+// What MXFP4 experts take beyond their checkpoint bytes once vLLM has laid them out for the GPU's MoE kernel: the
+// padding, and on the Triton kernels the scales' swizzled copy and fp32 biases.
+inline double vllm_mxfp4_extra_bytes(const ModelSpec& s, const InferenceWorkload& w) {
+  const bool ep = w.vllm.enable_expert_parallel;
+  return vllm_mxfp4_padding_bytes(s, w.tp, ep, w.mxfp4_kernel) +
+         (w.mxfp4_kernel == Mxfp4Backend::triton ? vllm_mxfp4_triton_copy_bytes(s, w.tp, ep) : 0.0);
+}
+
 // vLLM (memory/vllm.h): the budget, minus weights as loaded, the profiling step's torch peak and the non-torch
 // memory it adds, is the KV pool; its blocks are shared by the KV-cache groups. Without a device: what the batch
 // needs.
@@ -830,7 +854,7 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const std::int64_t seqs = v.max_num_seqs > 0 ? v.max_num_seqs : limits.max_num_seqs;
   // MXFP4 experts padded for the GPU's kernel (gpt-oss support came in 0.10.1).
   const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
-  const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
+  const double padding = mxfp4_padded ? vllm_mxfp4_extra_bytes(s, w) : 0.0;
   // Projections vLLM allocates beyond the model's parameters, at the weights' average bytes per parameter.
   const double unused = vllm_unused_kv_projection_params(s) / double(w.tp) * t.weights * double(w.tp) /
                         std::max(1.0, double(est.params.in(unit::params)));
@@ -842,9 +866,11 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;
-  // Linear-attention layers keep their fixed state per sequence beside the attention groups' blocks.
-  const VllmKvGroups g = vllm_kv_groups(s, t.kv_tok, r);
-  const double state = t.state_layer * double(linear_layer_count(s));
+  // Linear-attention layers keep their fixed state per sequence: a page of the pool from 0.10.2, before it beside
+  // the attention groups' blocks.
+  const double state_layer = vllm_linear_state_bytes(s, t.c, w.tp);
+  const VllmKvGroups g = vllm_kv_groups(s, t.kv_tok, r, state_layer, version, v.enable_prefix_caching);
+  const double state = g.linear_pages > 0 ? 0.0 : state_layer * double(linear_layer_count(s));
   auto request = [&](std::int64_t len) { return g.bytes(g.request_blocks(len, batched)) + state; };
   const auto len = static_cast<std::int64_t>(t.len);
   const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
@@ -917,15 +943,14 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
       (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
       (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
       fixed(graphs / gib, 2) + " GiB outside the budget; KV blocks of 16 tokens");
-  if (g.window_groups > 0 && g.full_groups > 0) est.assumptions.push_back(vllm_groups_assumption(g, len, batched));
-  else if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
-    est.assumptions.push_back("vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache "
-                              "manager before 0.10)");
+  if (const std::string a = vllm_kv_layout_assumption(g, s, r, version, len, batched); !a.empty())
+    est.assumptions.push_back(a);
   if (padding > 0)
     est.assumptions.push_back("MXFP4 experts padded for the " +
                               std::string(w.mxfp4_kernel == Mxfp4Backend::marlin ? "Marlin" :
                                           w.mxfp4_kernel == Mxfp4Backend::triton ? "Triton" : "FlashInfer") +
-                              " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU");
+                              " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU" +
+                              (w.mxfp4_kernel == Mxfp4Backend::triton ? " (its swizzled copy of the scales and fp32 biases included)" : ""));
   if (v.enable_expert_parallel) est.assumptions.push_back("--enable-expert-parallel: each rank's experts whole, not sliced over tp");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
   if (!w.context)

@@ -183,7 +183,7 @@ nlohmann::json infer_report(const InferOptions& o) {
   w.stored = source.stored_language();
   // vLLM and SGLang load a multimodal checkpoint's vision encoder unless told not to (bf16, as stored).
   const bool loads_encoder = (w.profile == Profile::vllm || w.profile == Profile::sglang) && !o.language_model_only;
-  if (loads_encoder) w.vision_encoder = Bytes(2.0 * double(source.vision_params));
+  if (loads_encoder) w.vision_encoder = Bytes(2.0 * double(source.vision_params)), w.vision = source.vision;
   // A preset is served as its checkpoint ships (gpt-oss in MXFP4, DeepSeek-V3 in FP8) unless --weights says otherwise.
   const bool as_shipped = !w.weights && !w.stored && !source.shipped_weights.empty();
   if (as_shipped) w.weights = parse_enum<WeightFormat>(weight_format_names, source.shipped_weights, "weight format");

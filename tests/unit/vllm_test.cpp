@@ -209,6 +209,25 @@ TEST_CASE("vLLM: linear-attention layers are KV-cache groups of their own (hybri
   CHECK(vllm_kv_groups(next, uniform_kv(next), vllm_release(EngineVersion{0, 9, 2})).groups() == 1);
 }
 
+TEST_CASE("vLLM: the vision encoder profiled on one image of the maximum feature size (profile_run)", "[engines][vllm]") {
+  // Qwen3.6-35B-A3B's encoder: h 1,152, i 4,304, patches 2 × 16² × 3 channels = 1,536 pixel values, merge 2 × 2, out 2,048.
+  VisionEncoderShape e;
+  e.depth = 27, e.hidden = 1152, e.intermediate = 4304, e.patch = 16, e.temporal_patch = 2, e.merge = 2;
+  e.out_hidden = 2048, e.position_embeddings = 2304;
+  const VllmRelease& r = vllm_release(EngineVersion{0, 24, 0});
+  // 16,777,216 pixels / 32² = 16,384 tokens, 65,536 patches; a budget of max(8,192, 16,384) holds 1 image.
+  // Per patch: 1,536 pixels + max(9h, 3h + 10h, 3h + 2i) = 1,536 + 14,976 (attention) elements of 2 bytes.
+  const VllmEncoderProfile p = vllm_encoder_profile(e, 8192, 2, 1, r);
+  CHECK(p.peak == 65'536.0 * 2 * (1536 + 13 * 1152));  // 2.02 GiB
+  CHECK(p.kept == 2.0 * (65'536.0 * 1536 + 16'384.0 * 2048));  // the dummy pixels and the encoder's 16,384 outputs
+  // A 32,768-token budget holds 2 images; at TP 2 the attention's qkv and copies halve: 3h + 5h = 8h < 9h (the
+  // position-embedding gather), and the MLP's 3h + i = 7,760 < 10,368.
+  CHECK(vllm_encoder_profile(e, 32'768, 2, 1, r).peak == 2 * p.peak);
+  CHECK(vllm_encoder_profile(e, 8192, 2, 2, r).peak == 65'536.0 * 2 * (1536 + 9 * 1152));
+  CHECK(vllm_encoder_profile(VisionEncoderShape{}, 8192, 2, 1, r).peak == 0);        // no encoder
+  CHECK(vllm_encoder_profile(e, 8192, 2, 1, vllm_release(EngineVersion{0, 6, 0})).peak == 0);  // V0: not modelled
+}
+
 TEST_CASE("vLLM: attention blocks raised until a page holds a linear layer's state (hybrid models, 0.10.2 on)",
           "[engines][vllm]") {
   const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;

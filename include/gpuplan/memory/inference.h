@@ -33,6 +33,7 @@ struct InferenceWorkload {
   std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype
   std::optional<StoredWeightBytes> stored;   // the checkpoint's own weight bytes, when read from its headers
   Bytes vision_encoder{0};                   // the vision encoder's weights the engine loads beside the language model
+  VisionEncoderShape vision;                 // its shape, where the engine profiles it (depth 0: not loaded or unknown)
   std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
   std::int64_t tp = 1;                       // tensor-parallel GPUs: weights and KV heads split across them
@@ -829,6 +830,29 @@ inline std::string vllm_kv_layout_assumption(const VllmKvGroups& g, const ModelS
   return "";
 }
 
+// The profiling step, non-torch memory, CUDA graphs and encoder profiling, said in the assumptions.
+inline std::string vllm_step_assumption(const VllmRelease& r, const ModelSpec& s, const InferenceWorkload& w,
+                                        std::int64_t batched, std::int64_t seqs, bool on_gpu, double non_torch,
+                                        double encoder_peak) {
+  const double gib = 1073741824.0;
+  const VllmSettings& v = w.vllm;
+  return "; profiling step of " + std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
+         (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
+          : on_gpu ? " (vllm serve defaults of this release for this GPU)"
+                   : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
+         "; sampler warm-up " + vllm_sampler_name(r, s.moe.experts > 0) + " over " + std::to_string(seqs) +
+         " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
+         "; non-torch " + detail::decimal(non_torch / gib, 2) + " GiB" +
+         (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
+         (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
+         detail::decimal(VllmProfile::cuda_graphs.in(unit::bytes) / gib, 2) +
+         " GiB outside the budget; KV blocks of 16 tokens" +
+         (encoder_peak > 0 ? "; the vision encoder profiled on its largest image first: a " +
+                                 detail::decimal(encoder_peak / gib, 2) +
+                                 " GiB peak, its inputs and outputs kept through the language model's step"
+                           : "");
+}
+
 // What MXFP4 experts take beyond their checkpoint bytes once vLLM has laid them out for the GPU's MoE kernel: the
 // padding, and on the Triton kernels the scales' swizzled copy and fp32 biases.
 inline double vllm_mxfp4_extra_bytes(const ModelSpec& s, const InferenceWorkload& w) {
@@ -860,7 +884,9 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
                         std::max(1.0, double(est.params.in(unit::params)));
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding + unused;
   const bool moe_cache_kept = !(mxfp4_padded && w.mxfp4_kernel != Mxfp4Backend::marlin);
-  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel, moe_cache_kept);
+  const VllmEncoderProfile enc = vllm_encoder_profile(w.vision, batched, t.c, w.tp, r);
+  const double peak = std::max(enc.peak, enc.kept + vllm_profile_peak(s, batched, seqs, t.c, w.tp, r,
+                                                                      v.enable_expert_parallel, moe_cache_kept));
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
   const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
@@ -928,21 +954,11 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   }
   Moment mo{"serve", total ? "pre-allocated pool" : "KV for the batch", m};
   est.memory = summarize({mo}, Profile::none, VllmProfile::cuda_context);
-  est.assumptions.push_back(
-      "profile vllm " + version.str() + " (" + r.engine_name + " engine" +
-      (version == r.from ? "" : ", as modelled from " + r.from.str()) + "): budget " + detail::setting(v.gpu_memory_utilization) + " × the CUDA total" +
-      (w.cuda_total || !total ? "" : " (taken as the driver's total)") + "; profiling step of " +
-      std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
-      (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
-       : total                                            ? " (vllm serve defaults of this release for this GPU)"
-                                                          : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
-      "; sampler warm-up " +
-      vllm_sampler_name(r, s.moe.experts > 0) +
-      " over " + std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
-      "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
-      (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
-      (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
-      fixed(graphs / gib, 2) + " GiB outside the budget; KV blocks of 16 tokens");
+  est.assumptions.push_back("profile vllm " + version.str() + " (" + r.engine_name + " engine" +
+                            (version == r.from ? "" : ", as modelled from " + r.from.str()) + "): budget " +
+                            detail::setting(v.gpu_memory_utilization) + " × the CUDA total" +
+                            (w.cuda_total || !total ? "" : " (taken as the driver's total)") +
+                            vllm_step_assumption(r, s, w, batched, seqs, total.has_value(), non_torch, enc.peak));
   if (const std::string a = vllm_kv_layout_assumption(g, s, r, version, len, batched); !a.empty())
     est.assumptions.push_back(a);
   if (padding > 0)

@@ -231,6 +231,45 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
   return std::max(dense, sampler);
 }
 
+// vLLM's encoder profiling (V1: v1/worker/gpu_model_runner.py profile_run): before the language model's dummy run
+// the multimodal encoder runs a dummy batch of the modality with the most tokens per item, as many items of the
+// maximum feature size as the encoder budget, max(max_num_batched_tokens, one item's tokens), holds and at least one
+// ("Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the maximum
+// feature size"); the dummy inputs (profile_run's local batch) and the encoder's outputs (encoder_cache) stay alive
+// through the language model's dummy run. The torch peak is the larger of the two.
+// Qwen3-VL-style image processors resize to at most size.longest_edge = 16,777,216 pixels (preprocessor_config.json
+// of Qwen3-VL and Qwen3.5/3.6): 16,384 merged tokens of (16 · 2)² pixels, 65,536 patches, as the log's budget says.
+inline constexpr double qwen_vl_max_pixels = 16'777'216.0;
+
+struct VllmEncoderProfile {
+  double peak = 0;  // the encoder step's torch peak, bytes per GPU
+  double kept = 0;  // its dummy inputs and outputs, alive through the language model's dummy run
+};
+
+// Per patch, in elements of the activation dtype (model_executor/models/qwen3_vl.py Qwen3_VisionTransformer.forward
+// and the Qwen2.5-VL vision attention it uses, as read at 0.11; the 0.24 files were not read): the dummy pixels
+// (channels × temporal_patch × patch², cast to the model dtype by the processor), then the largest of
+//   - the position-embedding interpolation: the patch embedding h beside 4 gathered and 4 weighted embeddings;
+//   - a block's attention: the residual stream and the position embeddings (a local of forward) 2h, the normed
+//     input h, the fused qkv 3h (the attention's `x`), q, k, v made contiguous 3h, torch.cat([q, k]) 2h and its
+//     rotated copy 2h;
+//   - a block's MLP: residual, position embeddings and normed input 3h, fc1's output and its activation 2i.
+// qkv and fc1 are column-parallel, split over tp (mm_encoder_tp_mode "weights"). Qwen3.6-35B-A3B's encoder (h 1,152,
+// i 4,304, 16² × 2 × 3 = 1,536 pixel values a patch): attention-bound, (1,536 + 13 · 1,152) × 2 B × 65,536 =
+// 2.02 GiB against the language model's 0.46 for 8,192 tokens.
+inline VllmEncoderProfile vllm_encoder_profile(const VisionEncoderShape& e, std::int64_t batched, double c,
+                                               std::int64_t tp, const VllmRelease& r) {
+  if (e.depth == 0 || r.engine == VllmEngine::v0) return {};
+  const double side = double(e.patch * e.merge), item_tokens = std::floor(qwen_vl_max_pixels / (side * side));
+  const double items = std::max(1.0, std::floor(std::max(double(batched), item_tokens) / item_tokens));
+  const double patches = items * item_tokens * double(e.merge * e.merge), t = double(tp);
+  const double h = double(e.hidden), i = double(e.intermediate);
+  const double pixels = double(e.in_channels * e.temporal_patch * e.patch * e.patch);
+  const double step = std::max({9.0 * h, 3.0 * h + 10.0 * h / t, 3.0 * h + 2.0 * i / t});
+  const double outputs = items * item_tokens * double(e.out_hidden * (1 + e.deepstack));
+  return {patches * c * (pixels + step), c * (patches * pixels + outputs)};
+}
+
 inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvswitch,
                                    const VllmRelease& r = vllm_releases.back()) {
   const double gib = 1073741824.0;

@@ -307,7 +307,8 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
 }
 
 // What the Triton MoE kernels (Hopper) hold beyond the padded experts once loaded
-// (quantization/mxfp4.py Mxfp4MoEMethod.process_weights_after_loading, Triton branch, 0.10.1 to 0.24): the weights
+// (quantization/mxfp4.py Mxfp4MoEMethod.process_weights_after_loading, Triton branch, read in its 0.10–0.11 text and
+// a later one, the same in this): the weights
 // are re-laid for matmul_ogs and the originals deleted (`del layer.w13_weight`), but the E8M0 scale parameters stay
 // registered beside the copy _swizzle_mxfp4 (utils/mxfp4_utils.py) makes of them in triton_kernels'
 // HopperMXScaleLayout, whose swizzle_data pads each matrix's output rows to 2·num_warps·2·8 = 256 (num_warps 8
@@ -315,8 +316,9 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
 // output row). Per expert: gate_up's scales are (2·I_pad) rows × h/32, down's h rows × I_pad/32. gpt-oss-20b at TP 1:
 // 768 expert layers × (5,888·90 + 3,072·90 + 2·8,640) bytes = 0.59 GiB, -120b's 4,608 layers 3.54 GiB, where the
 // llm-d H100 logs (0.11 image) load 0.64 and 3.60 GiB more than the padded experts; vLLM 0.19 at TP 2 on H100 0.48
-// (0.31 here). _swizzle_mxfp4 falls back to strided layouts (no copy) on Hopper under torch < 2.8.1, which 0.11.0
-// pins; the llm-d logs carry the copy all the same (their companion analysis ran the ':latest' image of the weeks).
+// (0.31 here). Caveat: _swizzle_mxfp4 falls back to strided layouts (views, no copy) on Hopper under torch < 2.8.1,
+// and 0.11.0 pins torch 2.8.0; the llm-d logs show the overhead the copy explains all the same, so which image ran
+// them is uncertain (their companion analysis used ':latest' of those weeks) and the copy is modelled from 0.10.1.
 inline double vllm_mxfp4_triton_copy_bytes(const ModelSpec& s, std::int64_t tp, bool expert_parallel) {
   if (s.moe.experts == 0) return 0;
   auto up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };

@@ -62,6 +62,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_flag("--language-model-only", o.language_model_only,
                "vLLM/SGLang: a multimodal checkpoint's vision encoder is not loaded (vLLM's --language-model-only, or "
                "--limit-mm-per-prompt with every modality 0); by default it is, in 16 bit, beside the language model");
+  cmd.add_flag("--enable-prefix-caching", w.vllm.enable_prefix_caching,
+               "vLLM: prefix caching on; for hybrid (linear-attention) models from 0.16 each linear layer keeps two "
+               "state pages per request (mamba_cache_mode align); it is opt-in for them");
   cmd.add_flag("--flashinfer-sampler", w.vllm.flashinfer_sampler,
                "vLLM V1: FlashInfer installed and VLLM_USE_FLASHINFER_SAMPLER not 0 (its log says 'Using FlashInfer for "
                "top-p & top-k sampling'): the sampler warm-up runs FlashInfer's top-k/top-p");
@@ -181,7 +184,7 @@ nlohmann::json infer_report(const InferOptions& o) {
   w.stored = source.stored_language();
   // vLLM and SGLang load a multimodal checkpoint's vision encoder unless told not to (bf16, as stored).
   const bool loads_encoder = (w.profile == Profile::vllm || w.profile == Profile::sglang) && !o.language_model_only;
-  if (loads_encoder) w.vision_encoder = Bytes(2.0 * double(source.vision_params));
+  if (loads_encoder) w.vision_encoder = Bytes(2.0 * double(source.vision_params)), w.vision = source.vision;
   // A preset is served as its checkpoint ships (gpt-oss in MXFP4, DeepSeek-V3 in FP8) unless --weights says otherwise.
   const bool as_shipped = !w.weights && !w.stored && !source.shipped_weights.empty();
   if (as_shipped) w.weights = parse_enum<WeightFormat>(weight_format_names, source.shipped_weights, "weight format");

@@ -352,6 +352,7 @@ ModelSource resolve(const ModelOptions& o) {
     m.spec = model_from_hf_config(j, o.config);
     m.module_formats = module_formats_from_config(j, o.config);
     m.vision_params = qwen_vision_params(j);
+    m.vision = qwen_vision_shape(j);
     return m;
   }
   if (!o.params.empty()) {
@@ -378,6 +379,7 @@ ModelSource resolve(const ModelOptions& o) {
     m.spec = model_from_hf_config(j, o.model);
     m.module_formats = module_formats_from_config(j, o.model);
     m.vision_params = qwen_vision_params(j);
+    m.vision = qwen_vision_shape(j);
     return m;
   }
   // org/name[@revision]: two Hub name parts and a revision of name segments.

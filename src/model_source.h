@@ -24,6 +24,7 @@ struct ModelSource {
   std::string shipped_weights;     // a preset's released format where it is not 16-bit (ModelPreset::shipped_weights)
   std::optional<ModuleFormats> module_formats;  // a config's per-module formats (ModelOpt MIXED_PRECISION)
   std::int64_t vision_params = 0;  // a config's vision encoder (Qwen3-VL style), 0 when it has none gpuplan reads
+  VisionEncoderShape vision;       // its shape (depth 0: none)
   std::vector<std::string> notes;  // what the headers say that the architecture model does not
 
   // The serving estimator's weights: the checkpoint's own bytes when it was read.

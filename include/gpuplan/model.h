@@ -67,6 +67,13 @@ struct LinearAttentionSpec {
 // key/value heads, values that are the keys (attention_k_eq_v: no v_proj, yet the cache still keeps K and V: vLLM
 // loads K into both slots, transformers passes k as v), layers that read an earlier layer's K and V
 // (num_kv_shared_layers: no k/v projections or norms and no cache of their own), and a wider FFN.
+// A Qwen3-VL-style vision encoder's shape (vision_config of qwen3_vl, qwen3_5 and qwen3_5_moe; model_hf.h
+// qwen_vision_shape), what an engine's profiling step runs it with. depth 0: none gpuplan reads.
+struct VisionEncoderShape {
+  std::int64_t depth = 0, hidden = 0, intermediate = 0, patch = 0, temporal_patch = 0, merge = 0, in_channels = 3;
+  std::int64_t out_hidden = 0, position_embeddings = 0, deepstack = 0;
+};
+
 struct LayerShape {
   std::int64_t kv_heads = 0;
   std::int64_t head_dim = 0;

@@ -495,33 +495,44 @@ inline std::optional<ModuleFormats> module_formats_from_config(const nlohmann::j
   return m;
 }
 
-// Parameters of a Qwen3-VL-style vision encoder (vision_config of qwen3_vl, qwen3_5 and qwen3_5_moe checkpoints;
-// vLLM model_executor/models/qwen3_vl.py Qwen3_VisionTransformer): a Conv3d patch embedding over temporal_patch_size
-// frames of patch_size² pixels, learned position embeddings, `depth` blocks (two LayerNorms, fused qkv and output
-// projections, a two-layer MLP, all with biases), and a patch merger (LayerNorm, then spatial_merge_size² patches
-// through two linears to the language model's width) plus one per deepstack index. 0 when the config has no such
-// encoder.
-inline std::int64_t qwen_vision_params(const nlohmann::json& config) {
+// A Qwen3-VL-style vision encoder's shape from its vision_config (vLLM model_executor/models/qwen3_vl.py
+// Qwen3_VisionTransformer); depth 0 when the config has no such encoder.
+inline VisionEncoderShape qwen_vision_shape(const nlohmann::json& config) {
   const auto it = config.find("vision_config");
-  if (it == config.end() || !it->is_object()) return 0;
+  if (it == config.end() || !it->is_object()) return {};
   const auto& v = *it;
   for (const char* k : {"depth", "hidden_size", "intermediate_size", "patch_size", "temporal_patch_size",
                         "out_hidden_size", "spatial_merge_size", "num_position_embeddings"})
     if (!v.contains(k) || !v[k].is_number_integer() || v[k].get<std::int64_t>() <= 0 || v[k].get<std::int64_t>() > (1 << 20))
-      return 0;
+      return {};
   auto get = [&](const char* k) { return v[k].get<std::int64_t>(); };
-  const std::int64_t h = get("hidden_size"), i = get("intermediate_size"), p = get("patch_size");
-  const std::int64_t merged = h * get("spatial_merge_size") * get("spatial_merge_size"), out = get("out_hidden_size");
-  const std::int64_t in_channels = v.value("in_channels", 3);
-  const std::int64_t patch_embed = in_channels * get("temporal_patch_size") * p * p * h + h;
+  VisionEncoderShape e;
+  e.depth = get("depth"), e.hidden = get("hidden_size"), e.intermediate = get("intermediate_size");
+  e.patch = get("patch_size"), e.temporal_patch = get("temporal_patch_size"), e.merge = get("spatial_merge_size");
+  e.in_channels = v.value("in_channels", 3), e.out_hidden = get("out_hidden_size");
+  e.position_embeddings = get("num_position_embeddings");
+  e.deepstack = v.contains("deepstack_visual_indexes") && v["deepstack_visual_indexes"].is_array()
+                    ? std::int64_t(v["deepstack_visual_indexes"].size())
+                    : 0;
+  return e;
+}
+
+// Parameters of a Qwen3-VL-style vision encoder: a Conv3d patch embedding over temporal_patch_size frames of
+// patch_size² pixels, learned position embeddings, `depth` blocks (two LayerNorms, fused qkv and output
+// projections, a two-layer MLP, all with biases), and a patch merger (LayerNorm, then spatial_merge_size² patches
+// through two linears to the language model's width) plus one per deepstack index. 0 when the config has no such
+// encoder.
+inline std::int64_t qwen_vision_params(const nlohmann::json& config) {
+  const VisionEncoderShape e = qwen_vision_shape(config);
+  if (e.depth == 0) return 0;
+  const std::int64_t h = e.hidden, i = e.intermediate, p = e.patch;
+  const std::int64_t merged = h * e.merge * e.merge, out = e.out_hidden;
+  const std::int64_t patch_embed = e.in_channels * e.temporal_patch * p * p * h + h;
   const std::int64_t block = 4 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h);
   const std::int64_t merger = 2 * h + (merged * merged + merged) + (merged * out + out);
-  const std::int64_t deepstack = v.contains("deepstack_visual_indexes") && v["deepstack_visual_indexes"].is_array()
-                                     ? std::int64_t(v["deepstack_visual_indexes"].size())
-                                     : 0;
   // The deepstack mergers normalise the merged patches (LayerNorm over h·m²).
-  return patch_embed + get("num_position_embeddings") * h + get("depth") * block + merger +
-         deepstack * (merger - 2 * h + 2 * merged);
+  return patch_embed + e.position_embeddings * h + e.depth * block + merger +
+         e.deepstack * (merger - 2 * h + 2 * merged);
 }
 
 }  // namespace gpuplan

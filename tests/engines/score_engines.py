@@ -84,6 +84,8 @@ def vllm_command(binary, c):
             args += ["--" + k.replace("_", "-"), str(s[k])]
     if s.get("flashinfer_sampler"):
         args += ["--flashinfer-sampler"]
+    if s.get("enable_prefix_caching"):
+        args += ["--enable-prefix-caching"]
     return args
 
 

@@ -134,6 +134,10 @@ TEST_CASE("qwen_vision_params: the vision encoder of Qwen3.6-35B-A3B by hand", "
   CHECK(block == 15'239'504);
   CHECK(qwen_vision_params(c) == patch + pos + 27 * block + merger);
   CHECK(qwen_vision_params(c) == 446'571'248);  // 0.83 GiB in bf16
+  const VisionEncoderShape e = qwen_vision_shape(c);
+  CHECK((e.depth == 27 && e.hidden == 1152 && e.intermediate == 4304 && e.patch == 16 && e.temporal_patch == 2));
+  CHECK((e.merge == 2 && e.in_channels == 3 && e.out_hidden == 2048 && e.position_embeddings == 2304 && e.deepstack == 0));
+  CHECK(qwen_vision_shape(nlohmann::json{{"vision_config", {{"depth", 27}}}}).depth == 0);
   CHECK(qwen_vision_params(nlohmann::json{{"vision_config", {{"depth", 27}}}}) == 0);  // not one gpuplan reads
   CHECK(qwen_vision_params(nlohmann::json::object()) == 0);
 }

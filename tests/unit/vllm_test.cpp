@@ -209,6 +209,55 @@ TEST_CASE("vLLM: linear-attention layers are KV-cache groups of their own (hybri
   CHECK(vllm_kv_groups(next, uniform_kv(next), vllm_release(EngineVersion{0, 9, 2})).groups() == 1);
 }
 
+TEST_CASE("vLLM: the vision encoder profiled on one image of the maximum feature size (profile_run)", "[engines][vllm]") {
+  // Qwen3.6-35B-A3B's encoder: h 1,152, i 4,304, patches 2 × 16² × 3 channels = 1,536 pixel values, merge 2 × 2, out 2,048.
+  VisionEncoderShape e;
+  e.depth = 27, e.hidden = 1152, e.intermediate = 4304, e.patch = 16, e.temporal_patch = 2, e.merge = 2;
+  e.out_hidden = 2048, e.position_embeddings = 2304;
+  const VllmRelease& r = vllm_release(EngineVersion{0, 24, 0});
+  // 16,777,216 pixels / 32² = 16,384 tokens, 65,536 patches; a budget of max(8,192, 16,384) holds 1 image.
+  // Per patch: 1,536 pixels + max(9h, 3h + 10h, 3h + 2i) = 1,536 + 14,976 (attention) elements of 2 bytes.
+  const VllmEncoderProfile p = vllm_encoder_profile(e, 8192, 2, 1, r);
+  CHECK(p.peak == 65'536.0 * 2 * (1536 + 13 * 1152));  // 2.02 GiB
+  CHECK(p.kept == 2.0 * (65'536.0 * 1536 + 16'384.0 * 2048));  // the dummy pixels and the encoder's 16,384 outputs
+  // A 32,768-token budget holds 2 images; at TP 2 the attention's qkv and copies halve: 3h + 5h = 8h < 9h (the
+  // position-embedding gather), and the MLP's 3h + i = 7,760 < 10,368.
+  CHECK(vllm_encoder_profile(e, 32'768, 2, 1, r).peak == 2 * p.peak);
+  CHECK(vllm_encoder_profile(e, 8192, 2, 2, r).peak == 65'536.0 * 2 * (1536 + 9 * 1152));
+  CHECK(vllm_encoder_profile(VisionEncoderShape{}, 8192, 2, 1, r).peak == 0);        // no encoder
+  CHECK(vllm_encoder_profile(e, 8192, 2, 1, vllm_release(EngineVersion{0, 6, 0})).peak == 0);  // V0: not modelled
+}
+
+TEST_CASE("vLLM: attention blocks raised until a page holds a linear layer's state (hybrid models, 0.10.2 on)",
+          "[engines][vllm]") {
+  const ModelSpec next = find_preset("qwen3-next-80b-a3b").spec;
+  // Gated DeltaNet state as vLLM keeps it: conv window of kernel − 1 = 3 columns over q, k, v (2 × 16 × 128 +
+  // 32 × 128 = 8,192 channels) in bf16, and 32 value heads × 128 × 128 in fp32: 49,152 + 2,097,152 bytes.
+  CHECK(vllm_linear_state_bytes(next, 2, 1) == 2'146'304.0);
+  CHECK(vllm_linear_state_bytes(next, 2, 2) == 1'073'152.0);
+  // The smallest multiple of 16 tokens whose page holds it: 2,146,304 / 4,096 = 524 → 528 (vLLM 0.19.1's
+  // Qwen3.5-4B log, bf16 cache of 4 KV heads × 256), / 1,024 = 2,096 (fp8, 2 KV heads), / 2,048 = 1,048 → 1,056.
+  CHECK(vllm_state_block(2'146'304, 4096, false) == 528);
+  CHECK(vllm_state_block(2'146'304, 1024, false) == 2096);
+  CHECK(vllm_state_block(2'146'304, 2048, false) == 1056);
+  CHECK(vllm_state_block(540'000, 1152, true) == 512);  // MLA aligns to 64: 468.75 → 512
+  const VllmRelease& r = vllm_release(EngineVersion{0, 24, 0});
+  const std::vector<double> kv(std::size_t(next.layers), 2048.0);  // bf16, 2 KV heads × 256, K and V
+  const VllmKvGroups g = vllm_kv_groups(next, kv, r, 2'146'304, EngineVersion{0, 24, 0}, true);
+  CHECK(g.full_block == 1056);
+  CHECK(g.page == 1056.0 * 2048);
+  CHECK(g.linear_pages == 2);  // prefix caching: mamba_cache_mode align
+  // 12 attention + 36 GDN layers: groups of 12, 1 + 3. A 131,072-token request: ⌈131,072 / 1,056⌉ = 125 attention
+  // blocks and 2 pages in each of the 3 state groups.
+  CHECK(g.request_blocks(131'072, 8192) == 125 + 3 * 2);
+  CHECK(vllm_kv_groups(next, kv, r, 2'146'304, EngineVersion{0, 24, 0}, false).request_blocks(131'072, 8192) == 125 + 3);
+  // Align mode from 0.16 only; before 0.10.2 the state lived beside 16-token blocks.
+  CHECK(vllm_kv_groups(next, kv, r, 2'146'304, EngineVersion{0, 11, 2}, true).linear_pages == 1);
+  const VllmKvGroups old = vllm_kv_groups(next, kv, vllm_release(EngineVersion{0, 10, 0}), 2'146'304, EngineVersion{0, 10, 1});
+  CHECK(old.linear_pages == 0);
+  CHECK(old.full_block == 16);
+}
+
 TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release and interconnect", "[engines][vllm]") {
   const ModelSpec s = find_preset("llama-3.1-8b").spec;
   // torch.sort top-k/top-p (before 0.17) holds 36 B per logit beside the bf16 logits, the Triton kernel 13.
@@ -294,6 +343,13 @@ TEST_CASE("vLLM: MXFP4 experts padded for the GPU's MoE kernel (Mxfp4MoEMethod.c
   // Triton: the width to 64 only: 2880 needs none, TP 2's 1440 → 1472.
   CHECK(vllm_mxfp4_padding_bytes(oss, 1, false, Mxfp4Backend::triton) == 0);
   CHECK(vllm_mxfp4_padding_bytes(oss, 2, false, Mxfp4Backend::triton) == Approx(36.0 * 128 * 3 * 32 * 2880 * 4.25 / 8));
+  // Triton on Hopper also keeps the loaded scales beside their HopperMXScaleLayout copy (rows to 256, columns to 2)
+  // and widens the biases to fp32. TP 1: gate_up 5,760 → 5,888 rows × 90, down 2,880 → 3,072 rows × 90, biases
+  // 2 × (5,760 + 2,880) bytes: 529,920 + 276,480 + 17,280 = 823,680 bytes per expert.
+  CHECK(vllm_mxfp4_triton_copy_bytes(oss, 1, false) == Approx(36.0 * 128 * 823'680));
+  // TP 2: width 1,440 → 1,472; gate_up 2,944 → 3,072 rows × 90, down 3,072 rows × 46, biases 2 × (2,944 + 2,880):
+  // 276,480 + 141,312 + 11,648 = 429,440.
+  CHECK(vllm_mxfp4_triton_copy_bytes(oss, 2, false) == Approx(36.0 * 128 * 429'440));
 }
 
 TEST_CASE("vLLM: Gemma 4's unequal pages and shared-KV layers in the KV-cache groups", "[engines][vllm][gemma4]") {

@@ -83,9 +83,11 @@ inline bool vllm_flag(Import& im, Argv& args, const Argv::Token& t, std::string&
       im.ignore(src, "vLLM's V1 engine always chunks prefill; the chunk is --max-num-batched-tokens", false);
     else if (f == "--enable-lora")
       im.ignore(src, "LoRA adapters' memory in serving is not modelled");
+    else if (f == "--enable-prefix-caching")
+      im.set("--enable-prefix-caching", "", src);  // a hybrid model's linear layers keep two state pages a request
     else
       im.ignore(src, vllm_no_effect(f) ? no_memory_effect : "a switch gpuplan's vLLM profile does not model",
-                !vllm_no_effect(f) && f != "--enable-prefix-caching" && f != "--no-enable-prefix-caching");
+                !vllm_no_effect(f) && f != "--no-enable-prefix-caching");
     return true;
   }
   if (vllm_no_effect(f)) {

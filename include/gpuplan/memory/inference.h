@@ -33,6 +33,7 @@ struct InferenceWorkload {
   std::optional<WeightFormat> weights;       // default: the checkpoint as stored, else the precision's dtype
   std::optional<StoredWeightBytes> stored;   // the checkpoint's own weight bytes, when read from its headers
   Bytes vision_encoder{0};                   // the vision encoder's weights the engine loads beside the language model
+  VisionEncoderShape vision;                 // its shape, where the engine profiles it (depth 0: not loaded or unknown)
   std::int64_t group_size = 128;             // GPTQ/AWQ quantisation group
   std::optional<KvDtype> kv;                 // default: the activations dtype
   std::int64_t tp = 1;                       // tensor-parallel GPUs: weights and KV heads split across them
@@ -813,6 +814,53 @@ inline std::string vllm_groups_assumption(const VllmKvGroups& g, std::int64_t le
          ")";
 }
 
+// How the KV cache is laid out, said in the assumptions where it is more than one group of 16-token blocks ("" if
+// not).
+inline std::string vllm_kv_layout_assumption(const VllmKvGroups& g, const ModelSpec& s, const VllmRelease& r,
+                                             EngineVersion version, std::int64_t len, std::int64_t batched) {
+  if (g.window_groups > 0 && g.full_groups > 0) return vllm_groups_assumption(g, len, batched);
+  if (g.linear_pages > 0)
+    return "hybrid KV cache: attention blocks of " + std::to_string(g.full_block) +
+           " tokens so that a page holds a linear-attention layer's state; " + std::to_string(g.full_groups) +
+           " attention and " + std::to_string(g.linear_groups) + " state groups of " + std::to_string(g.group_size) +
+           " layers, " + std::to_string(g.linear_pages) + " page(s) per request in each state group" +
+           (g.linear_pages == 2 ? " (prefix caching: mamba_cache_mode align)" : "");
+  if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
+    return "vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache manager before 0.10)";
+  return "";
+}
+
+// The profiling step, non-torch memory, CUDA graphs and encoder profiling, said in the assumptions.
+inline std::string vllm_step_assumption(const VllmRelease& r, const ModelSpec& s, const InferenceWorkload& w,
+                                        std::int64_t batched, std::int64_t seqs, bool on_gpu, double non_torch,
+                                        double encoder_peak) {
+  const double gib = 1073741824.0;
+  const VllmSettings& v = w.vllm;
+  return "; profiling step of " + std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
+         (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
+          : on_gpu ? " (vllm serve defaults of this release for this GPU)"
+                   : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
+         "; sampler warm-up " + vllm_sampler_name(r, s.moe.experts > 0) + " over " + std::to_string(seqs) +
+         " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
+         "; non-torch " + detail::decimal(non_torch / gib, 2) + " GiB" +
+         (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
+         (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
+         detail::decimal(VllmProfile::cuda_graphs.in(unit::bytes) / gib, 2) +
+         " GiB outside the budget; KV blocks of 16 tokens" +
+         (encoder_peak > 0 ? "; the vision encoder profiled on its largest image first: a " +
+                                 detail::decimal(encoder_peak / gib, 2) +
+                                 " GiB peak, its inputs and outputs kept through the language model's step"
+                           : "");
+}
+
+// What MXFP4 experts take beyond their checkpoint bytes once vLLM has laid them out for the GPU's MoE kernel: the
+// padding, and on the Triton kernels the scales' swizzled copy and fp32 biases.
+inline double vllm_mxfp4_extra_bytes(const ModelSpec& s, const InferenceWorkload& w) {
+  const bool ep = w.vllm.enable_expert_parallel;
+  return vllm_mxfp4_padding_bytes(s, w.tp, ep, w.mxfp4_kernel) +
+         (w.mxfp4_kernel == Mxfp4Backend::triton ? vllm_mxfp4_triton_copy_bytes(s, w.tp, ep) : 0.0);
+}
+
 // vLLM (memory/vllm.h): the budget, minus weights as loaded, the profiling step's torch peak and the non-torch
 // memory it adds, is the KV pool; its blocks are shared by the KV-cache groups. Without a device: what the batch
 // needs.
@@ -830,21 +878,25 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const std::int64_t seqs = v.max_num_seqs > 0 ? v.max_num_seqs : limits.max_num_seqs;
   // MXFP4 experts padded for the GPU's kernel (gpt-oss support came in 0.10.1).
   const bool mxfp4_padded = est.weights == WeightFormat::mxfp4 && version >= EngineVersion{0, 10, 1};
-  const double padding = mxfp4_padded ? vllm_mxfp4_padding_bytes(s, w.tp, v.enable_expert_parallel, w.mxfp4_kernel) : 0.0;
+  const double padding = mxfp4_padded ? vllm_mxfp4_extra_bytes(s, w) : 0.0;
   // Projections vLLM allocates beyond the model's parameters, at the weights' average bytes per parameter.
   const double unused = vllm_unused_kv_projection_params(s) / double(w.tp) * t.weights * double(w.tp) /
                         std::max(1.0, double(est.params.in(unit::params)));
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding + unused;
   const bool moe_cache_kept = !(mxfp4_padded && w.mxfp4_kernel != Mxfp4Backend::marlin);
-  const double peak = vllm_profile_peak(s, batched, seqs, t.c, w.tp, r, v.enable_expert_parallel, moe_cache_kept);
+  const VllmEncoderProfile enc = vllm_encoder_profile(w.vision, batched, t.c, w.tp, r);
+  const double peak = std::max(enc.peak, enc.kept + vllm_profile_peak(s, batched, seqs, t.c, w.tp, r,
+                                                                      v.enable_expert_parallel, moe_cache_kept));
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
   const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
   const double graphs = VllmProfile::cuda_graphs.in(unit::bytes);
   const double non_kv = weights + peak + non_torch;
-  // Linear-attention layers keep their fixed state per sequence beside the attention groups' blocks.
-  const VllmKvGroups g = vllm_kv_groups(s, t.kv_tok, r);
-  const double state = t.state_layer * double(linear_layer_count(s));
+  // Linear-attention layers keep their fixed state per sequence: a page of the pool from 0.10.2, before it beside
+  // the attention groups' blocks.
+  const double state_layer = vllm_linear_state_bytes(s, t.c, w.tp);
+  const VllmKvGroups g = vllm_kv_groups(s, t.kv_tok, r, state_layer, version, v.enable_prefix_caching);
+  const double state = g.linear_pages > 0 ? 0.0 : state_layer * double(linear_layer_count(s));
   auto request = [&](std::int64_t len) { return g.bytes(g.request_blocks(len, batched)) + state; };
   const auto len = static_cast<std::int64_t>(t.len);
   const auto fixed = [](double x, int digits) { return detail::decimal(x, digits); };
@@ -902,30 +954,19 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   }
   Moment mo{"serve", total ? "pre-allocated pool" : "KV for the batch", m};
   est.memory = summarize({mo}, Profile::none, VllmProfile::cuda_context);
-  est.assumptions.push_back(
-      "profile vllm " + version.str() + " (" + r.engine_name + " engine" +
-      (version == r.from ? "" : ", as modelled from " + r.from.str()) + "): budget " + detail::setting(v.gpu_memory_utilization) + " × the CUDA total" +
-      (w.cuda_total || !total ? "" : " (taken as the driver's total)") + "; profiling step of " +
-      std::to_string(batched) + " batched tokens and " + std::to_string(seqs) + " sequences" +
-      (v.max_num_batched_tokens > 0 && v.max_num_seqs > 0 ? ""
-       : total                                            ? " (vllm serve defaults of this release for this GPU)"
-                                                          : " (vllm serve defaults of an H100-class GPU; --gpu picks yours)") +
-      "; sampler warm-up " +
-      vllm_sampler_name(r, s.moe.experts > 0) +
-      " over " + std::to_string(seqs) + " rows of the vocabulary" + (r.engine == VllmEngine::v1_early ? " after the logits of every token" : "") +
-      "; non-torch " + fixed(non_torch / gib, 2) + " GiB" +
-      (w.tp > 1 ? (w.link == GpuLink::nvswitch ? " (NCCL NVLS buffers over NVSwitch)" : " (NCCL without NVLS)") : "") +
-      (r.charges_context ? ", the CUDA context charged to the budget" : "") + "; CUDA graphs " +
-      fixed(graphs / gib, 2) + " GiB outside the budget; KV blocks of 16 tokens");
-  if (g.window_groups > 0 && g.full_groups > 0) est.assumptions.push_back(vllm_groups_assumption(g, len, batched));
-  else if (s.sliding_window > 0 && !r.hybrid_kv && !s.chunked_attention)
-    est.assumptions.push_back("vLLM " + version.str() + " keeps every token of sliding-window layers (no hybrid KV-cache "
-                              "manager before 0.10)");
+  est.assumptions.push_back("profile vllm " + version.str() + " (" + r.engine_name + " engine" +
+                            (version == r.from ? "" : ", as modelled from " + r.from.str()) + "): budget " +
+                            detail::setting(v.gpu_memory_utilization) + " × the CUDA total" +
+                            (w.cuda_total || !total ? "" : " (taken as the driver's total)") +
+                            vllm_step_assumption(r, s, w, batched, seqs, total.has_value(), non_torch, enc.peak));
+  if (const std::string a = vllm_kv_layout_assumption(g, s, r, version, len, batched); !a.empty())
+    est.assumptions.push_back(a);
   if (padding > 0)
     est.assumptions.push_back("MXFP4 experts padded for the " +
                               std::string(w.mxfp4_kernel == Mxfp4Backend::marlin ? "Marlin" :
                                           w.mxfp4_kernel == Mxfp4Backend::triton ? "Triton" : "FlashInfer") +
-                              " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU");
+                              " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU" +
+                              (w.mxfp4_kernel == Mxfp4Backend::triton ? " (its swizzled copy of the scales and fp32 biases included)" : ""));
   if (v.enable_expert_parallel) est.assumptions.push_back("--enable-expert-parallel: each rank's experts whole, not sliced over tp");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
   if (!w.context)

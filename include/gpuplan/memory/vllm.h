@@ -34,6 +34,9 @@ struct VllmSettings {
   // "Using FlashInfer for top-p & top-k sampling"): the sampler warm-up runs FlashInfer's top-k/top-p instead of the
   // release's own (v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__).
   bool flashinfer_sampler = false;
+  // --enable-prefix-caching: for hybrid models (opt-in there) the linear layers' states in "align" mode, two pages a
+  // request (vllm_mamba_align_from); for attention layers it changes nothing gpuplan counts.
+  bool enable_prefix_caching = false;
 };
 
 enum class VllmEngine { v0, v1_early, v1 };
@@ -228,6 +231,45 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
   return std::max(dense, sampler);
 }
 
+// vLLM's encoder profiling (V1: v1/worker/gpu_model_runner.py profile_run): before the language model's dummy run
+// the multimodal encoder runs a dummy batch of the modality with the most tokens per item, as many items of the
+// maximum feature size as the encoder budget, max(max_num_batched_tokens, one item's tokens), holds and at least one
+// ("Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items of the maximum
+// feature size"); the dummy inputs (profile_run's local batch) and the encoder's outputs (encoder_cache) stay alive
+// through the language model's dummy run. The torch peak is the larger of the two.
+// Qwen3-VL-style image processors resize to at most size.longest_edge = 16,777,216 pixels (preprocessor_config.json
+// of Qwen3-VL and Qwen3.5/3.6): 16,384 merged tokens of (16 · 2)² pixels, 65,536 patches, as the log's budget says.
+inline constexpr double qwen_vl_max_pixels = 16'777'216.0;
+
+struct VllmEncoderProfile {
+  double peak = 0;  // the encoder step's torch peak, bytes per GPU
+  double kept = 0;  // its dummy inputs and outputs, alive through the language model's dummy run
+};
+
+// Per patch, in elements of the activation dtype (model_executor/models/qwen3_vl.py Qwen3_VisionTransformer.forward
+// and the Qwen2.5-VL vision attention it uses, as read at 0.11; the 0.24 files were not read): the dummy pixels
+// (channels × temporal_patch × patch², cast to the model dtype by the processor), then the largest of
+//   - the position-embedding interpolation: the patch embedding h beside 4 gathered and 4 weighted embeddings;
+//   - a block's attention: the residual stream and the position embeddings (a local of forward) 2h, the normed
+//     input h, the fused qkv 3h (the attention's `x`), q, k, v made contiguous 3h, torch.cat([q, k]) 2h and its
+//     rotated copy 2h;
+//   - a block's MLP: residual, position embeddings and normed input 3h, fc1's output and its activation 2i.
+// qkv and fc1 are column-parallel, split over tp (mm_encoder_tp_mode "weights"). Qwen3.6-35B-A3B's encoder (h 1,152,
+// i 4,304, 16² × 2 × 3 = 1,536 pixel values a patch): attention-bound, (1,536 + 13 · 1,152) × 2 B × 65,536 =
+// 2.02 GiB against the language model's 0.46 for 8,192 tokens.
+inline VllmEncoderProfile vllm_encoder_profile(const VisionEncoderShape& e, std::int64_t batched, double c,
+                                               std::int64_t tp, const VllmRelease& r) {
+  if (e.depth == 0 || r.engine == VllmEngine::v0) return {};
+  const double side = double(e.patch * e.merge), item_tokens = std::floor(qwen_vl_max_pixels / (side * side));
+  const double items = std::max(1.0, std::floor(std::max(double(batched), item_tokens) / item_tokens));
+  const double patches = items * item_tokens * double(e.merge * e.merge), t = double(tp);
+  const double h = double(e.hidden), i = double(e.intermediate);
+  const double pixels = double(e.in_channels * e.temporal_patch * e.patch * e.patch);
+  const double step = std::max({9.0 * h, 3.0 * h + 10.0 * h / t, 3.0 * h + 2.0 * i / t});
+  const double outputs = items * item_tokens * double(e.out_hidden * (1 + e.deepstack));
+  return {patches * c * (pixels + step), c * (patches * pixels + outputs)};
+}
+
 inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvswitch,
                                    const VllmRelease& r = vllm_releases.back()) {
   const double gib = 1073741824.0;
@@ -252,8 +294,8 @@ inline Mxfp4Backend mxfp4_backend(bool hbm, bool fp8, bool fp4) {
 // The bytes Mxfp4MoEMethod.create_weights adds to a GPU's routed experts by padding them for the kernel: the
 // per-partition intermediate and the hidden size rounded up (Marlin: 128 and 256, its n % 256 and k % 128;
 // FlashInfer on sm100: 256 and 256; Triton: the intermediate to 64). Each expert holds gate_up (2·I × h) and down
-// (h × I) at 4.25 bits per weight (E2M1 + an E8M0 scale per 32). Hopper's Triton weight swizzle after loading is
-// not modelled (vLLM 0.19 logged gpt-oss-20b at TP 2 on H100 9 % above the unpadded experts).
+// (h × I) at 4.25 bits per weight (E2M1 + an E8M0 scale per 32). The Triton kernels' copies after loading are
+// vllm_mxfp4_triton_copy_bytes.
 inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool expert_parallel, Mxfp4Backend b) {
   if (s.moe.experts == 0) return 0;
   auto up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
@@ -262,6 +304,31 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
   const std::int64_t hp = b == Mxfp4Backend::marlin || b == Mxfp4Backend::flashinfer_sm100 ? up(h, 256) : h;
   const double experts_here = double(s.moe.experts) / (expert_parallel ? double(tp) : 1.0);
   return double(s.moe_layer_count()) * experts_here * 3.0 * double(ip * hp - i * h) * 4.25 / 8.0;
+}
+
+// What the Triton MoE kernels (Hopper) hold beyond the padded experts once loaded
+// (quantization/mxfp4.py Mxfp4MoEMethod.process_weights_after_loading, Triton branch, read in its 0.10–0.11 text and
+// a later one, the same in this): the weights
+// are re-laid for matmul_ogs and the originals deleted (`del layer.w13_weight`), but the E8M0 scale parameters stay
+// registered beside the copy _swizzle_mxfp4 (utils/mxfp4_utils.py) makes of them in triton_kernels'
+// HopperMXScaleLayout, whose swizzle_data pads each matrix's output rows to 2·num_warps·2·8 = 256 (num_warps 8
+// without batched MoE) and its scale columns to 2; and the bf16 biases are replaced by fp32 copies (2 bytes more per
+// output row). Per expert: gate_up's scales are (2·I_pad) rows × h/32, down's h rows × I_pad/32. gpt-oss-20b at TP 1:
+// 768 expert layers × (5,888·90 + 3,072·90 + 2·8,640) bytes = 0.59 GiB, -120b's 4,608 layers 3.54 GiB, where the
+// llm-d H100 logs (0.11 image) load 0.64 and 3.60 GiB more than the padded experts; vLLM 0.19 at TP 2 on H100 0.48
+// (0.31 here). Caveat: _swizzle_mxfp4 falls back to strided layouts (views, no copy) on Hopper under torch < 2.8.1,
+// and 0.11.0 pins torch 2.8.0; the llm-d logs show the overhead the copy explains all the same, so which image ran
+// them is uncertain (their companion analysis used ':latest' of those weeks) and the copy is modelled from 0.10.1.
+inline double vllm_mxfp4_triton_copy_bytes(const ModelSpec& s, std::int64_t tp, bool expert_parallel) {
+  if (s.moe.experts == 0) return 0;
+  auto up = [](std::int64_t x, std::int64_t to) { return (x + to - 1) / to * to; };
+  const std::int64_t i = expert_parallel ? s.moe.intermediate : s.moe.intermediate / tp, h = s.hidden;
+  const std::int64_t ip = up(i, 64);  // create_weights' Triton padding (vllm_mxfp4_padding_bytes)
+  const std::int64_t rows = 256;      // HopperMXScaleLayout SWIZZLE_ALIGN_M at num_warps 8
+  const double swizzled_scales = double(up(2 * ip, rows) * up(h / 32, 2) + up(h, rows) * up(ip / 32, 2));
+  const double fp32_bias = 2.0 * double(2 * ip + h);
+  const double experts_here = double(s.moe.experts) / (expert_parallel ? double(tp) : 1.0);
+  return double(s.moe_layer_count()) * experts_here * (swizzled_scales + fp32_bias);
 }
 
 // The KV-cache groups of a model (kv_cache_utils.get_kv_cache_groups): every attention layer's block is one page of
@@ -275,21 +342,24 @@ inline double vllm_mxfp4_padding_bytes(const ModelSpec& s, std::int64_t tp, bool
 // stays one full-attention group: vLLM turns the hybrid manager off for it
 // (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE unset). Linear-attention (Mamba-like) layers are a kind of
 // their own under the hybrid manager: grouped alike, and counted in the groups the logged token count divides by
-// (_report_kv_cache_config: num_blocks // len(kv_cache_groups) × the smallest block_size); their state is kept per
-// request beside the attention blocks (`state` in vllm_estimate).
+// (_report_kv_cache_config: num_blocks // len(kv_cache_groups) × the smallest block_size). Before
+// vllm_mamba_block_from their state is kept per request beside the attention blocks (`state` in vllm_estimate);
+// from it a linear layer's state is one page of the groups' pool (vllm_raise_block_for_state).
 struct VllmKvGroups {
   double page = 0;                 // one layer's block, per GPU
   std::int64_t group_size = 0;     // layers per group
   std::int64_t full_groups = 0, window_groups = 0, linear_groups = 0;
   std::int64_t window = 0;         // sliding window of the window groups
   std::int64_t full_block = VllmProfile::block_size, window_block = VllmProfile::block_size;  // tokens per block
+  std::int64_t linear_pages = 0;   // pages a request holds in each linear group (0: its state kept outside the pool)
 
   std::int64_t groups() const { return full_groups + window_groups + linear_groups; }
-  // Blocks one request of max_len tokens holds (FullAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes).
+  // Blocks one request of max_len tokens holds (FullAttentionSpec / SlidingWindowSpec / MambaSpec
+  // .max_memory_usage_bytes).
   std::int64_t request_blocks(std::int64_t max_len, std::int64_t batched) const {
     const std::int64_t in_window = std::min(window - 1 + batched, max_len);
     return full_groups * ((max_len + full_block - 1) / full_block) +
-           window_groups * ((in_window + window_block - 1) / window_block + 1);
+           window_groups * ((in_window + window_block - 1) / window_block + 1) + linear_groups * linear_pages;
   }
   std::int64_t blocks(double pool) const {
     return pool > 0 ? static_cast<std::int64_t>(std::floor(pool / page / double(group_size))) : 0;
@@ -302,8 +372,46 @@ struct VllmKvGroups {
   double bytes(std::int64_t blocks) const { return double(blocks) * page * double(group_size); }
 };
 
-// kv_tok: each layer's KV bytes per token on this GPU (0 for a layer that keeps none).
-inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, const std::vector<double>& kv_tok, const VllmRelease& r) {
+// Hybrid attention + Mamba-like models (vllm/model_executor/models/config.py
+// HybridAttentionMambaModelConfig.verify_and_update_config, from Qwen3-Next's support in 0.10.2): the attention block
+// is raised to the smallest multiple of the kernel's block alignment whose page holds one linear layer's state
+// ("Setting attention block size to N tokens to ensure that attention page size is >= mamba page size"), and the
+// state's page is padded to it. Alignment 16 (FlashAttention, FlashInfer, Triton), 64 for MLA (FlashMLA's blocks;
+// 128 would be CUTLASS MLA on sm100, not modelled). Checks: vLLM 0.19.1 logs 528 tokens for Qwen3.5-4B (a
+// 2,146,304-byte state over 4,096 bf16 KV bytes per token and layer: 524 → 528); a 0.24.0 log of Qwen3.6-35B-A3B
+// with an fp8 cache implies 2,096 (2,146,304 / 1,024); a 0.11.2 Kimi Linear log at TP 4 prints 512 (MLA).
+// Each linear group then holds MambaSpec.max_memory_usage_bytes per request: one page, two with prefix caching in
+// mamba_cache_mode "align" (the running state and the block-aligned one kept for reuse; vLLM PR #30877).
+inline constexpr EngineVersion vllm_mamba_block_from{0, 10, 2};
+// PR #30877 (merged 2026-01-23) made --enable-prefix-caching work for Gated DeltaNet and the other Mamba-like layers
+// in "align" mode, the default mode when prefix caching is on ("Mamba cache mode is set to 'align' for
+// Qwen3_5ForConditionalGeneration by default when prefix caching is enabled"); before it the switch left them one
+// page. Taken from 0.16 (PR #33538, merged ten days later, shipped in 0.17; whether 0.15 carries #30877 is not
+// checked). Off by default: prefix caching stays opt-in for hybrid models (vLLM PR #46778, 2026-06).
+inline constexpr EngineVersion vllm_mamba_align_from{0, 16, 0};
+
+// One sequence's state in one linear-attention layer as vLLM keeps it, per GPU (value heads split over tp):
+// model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator keeps conv_kernel − 1 columns of the conv
+// window (the newest token's column is the step's input), one fewer than transformers' cache, in the model dtype,
+// and the key×value state in fp32 (the config's mamba_ssm_dtype for Qwen3-Next/3.5, KDA's own). The 0.24.0
+// Qwen3.6-35B-A3B log needs the 2,146,304 bytes this gives (3 × 8,192 × 2 + 32 × 128 × 128 × 4) for its 2,096-token
+// blocks: the full window's 2,162,688 would raise them to 2,112 and print 4.29x, not 4.33x.
+inline double vllm_linear_state_bytes(const ModelSpec& s, double act_bytes, std::int64_t tp) {
+  if (s.linear_layers.empty()) return 0;
+  const double split = double(std::min<std::int64_t>(tp, s.linear.value_heads));
+  const double conv = double(s.linear.conv_dim()) * double(std::max<std::int64_t>(s.linear.conv_kernel - 1, 0));
+  return (conv * act_bytes + double(s.linear.recurrent_state()) * 4.0) / split;
+}
+
+inline std::int64_t vllm_state_block(double state, double token_bytes, bool mla) {
+  const double align = mla ? 64.0 : 16.0;
+  return static_cast<std::int64_t>(align * std::ceil(state / (align * token_bytes)));
+}
+
+// kv_tok: each layer's KV bytes per token on this GPU (0 for a layer that keeps none); state: one linear layer's
+// state per request on this GPU; v: the release as run (the state's pages depend on it, not only on r).
+inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, const std::vector<double>& kv_tok, const VllmRelease& r,
+                                   double state = 0, EngineVersion v = {0, 0, 0}, bool prefix_caching = false) {
   std::int64_t full = 0, windowed = 0, linear = 0;
   double full_tok = 0, window_tok = 0;  // a layer's bytes per token in each kind (the largest, should they differ)
   const bool split = r.hybrid_kv && !s.chunked_attention;
@@ -318,6 +426,10 @@ inline VllmKvGroups vllm_kv_groups(const ModelSpec& s, const std::vector<double>
   VllmKvGroups g;
   const double bs = double(VllmProfile::block_size);
   g.page = std::max(full_tok, window_tok) * bs;  // linear layers' state pages are padded to the attention page
+  if (linear > 0 && state > 0 && g.page > 0 && v >= vllm_mamba_block_from) {
+    g.page = double(vllm_state_block(state, std::max(full_tok, window_tok), s.mla_enabled)) * std::max(full_tok, window_tok);
+    g.linear_pages = prefix_caching && v >= vllm_mamba_align_from ? 2 : 1;
+  }
   if (full_tok > 0) g.full_block = std::llround(g.page / full_tok);
   if (window_tok > 0) g.window_block = std::llround(g.page / window_tok);
   g.window = s.sliding_window;

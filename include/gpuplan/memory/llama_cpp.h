@@ -282,9 +282,15 @@ inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int
   // flash attention takes an f16 cast of it beside ("self_kq_mask_cnv = cparams.flash_attn ? ggml_cast(..., F16)").
   const double mask = cells * ub * (flash_attn ? 4.0 + 2.0 : 4.0);
   const double fused_qkv = s.family == Family::gpt_neox ? double(s.q_dim() + 2 * s.kv_dim()) : 0.0;
+  // The widest layer's attention (Gemma 4's full-attention layers: global_head_dim, twice the sliding ones').
+  std::int64_t q_dim = s.q_dim();
+  for (const LayerShape& sh : s.layer_shapes) q_dim = std::max(q_dim, s.heads * sh.head_dim);
+  // Gemma 4 E2B/E4B: the per-layer inputs, f32 [per_layer_input, n_tokens, n_layer], are built before the first
+  // layer and read by every one (src/models/gemma4.cpp project_per_layer_inputs), so they stay live beside it.
+  const double per_layer_inputs = double(s.per_layer_input) * double(s.layers) * ub * 4.0;
   const double rows = LlamaCppProfile::attention_hidden_rows * h +
-                      LlamaCppProfile::attention_width_rows * double(s.q_dim()) + fused_qkv;
-  const double attention = layers_here ? scores + mask + rows * ub * 4.0 : 0.0;
+                      LlamaCppProfile::attention_width_rows * double(q_dim) + fused_qkv;
+  const double attention = layers_here ? scores + mask + rows * ub * 4.0 + per_layer_inputs : 0.0;
   const double logits = double(s.vocab) * ub * 4.0 + LlamaCppProfile::output_hidden_rows * h * ub * 4.0;
   if (host_output_bytes <= 0) return std::max(attention, logits);
   if (ubatch < LlamaCppProfile::op_offload_min_batch) return attention;

@@ -386,6 +386,16 @@ TEST_CASE("checkpoint: tensors placed by name, packed formats counted as weights
   CHECK(w.other.in(unit::bytes) == 40);
   CHECK(w.other_parts.count("vision_tower") == 1);
   CHECK(w.other_parts.count("extra layers (MTP)") == 1);
+  // Gemma 4 E-models' projection into the per-layer inputs: with block 0 in a GGUF (llama.cpp loads it with bid 0),
+  // with the embeddings in an HF checkpoint (as param_inventory counts it).
+  Checkpoint g;
+  g.tensors = {{"per_layer_model_proj.weight", "F16", 10, 20}, {"per_layer_proj_norm.weight", "F32", 2, 8},
+               {"model.language_model.per_layer_model_projection.weight", "BF16", 10, 20},
+               {"model.language_model.per_layer_projection_norm.weight", "BF16", 2, 4}};
+  const StoredWeights gw = stored_weights(g, 2);
+  CHECK(gw.language.per_layer[0].in(unit::bytes) == 28);
+  CHECK(gw.language.embedding.in(unit::bytes) == 24);
+  CHECK(gw.other.in(unit::bytes) == 0);
   CHECK(stored_language_weights(w, c).nearest == WeightFormat::gptq_int4);
 }
 

@@ -90,7 +90,13 @@ inline std::int64_t place(std::string_view n, std::int64_t layers, std::string& 
     part = "extra layers (MTP)";
     return -3;
   }
-  for (std::string_view m : {"embed_tokens", "wte.", "wpe.", "embed_in", "token_embd"})
+  // Gemma 4 E2B/E4B's projection into the per-layer inputs: llama.cpp creates per_layer_model_proj and
+  // per_layer_proj_norm as repeating tensors of block 0 (src/llama-arch.cpp LLM_TENSOR_LAYER_REPEATING, loaded with
+  // bid 0), so they sit with layer 0; HF's per_layer_model_projection and its norm count with the embeddings
+  // (model.h param_inventory_without_layers).
+  if (layers > 0 && (n.starts_with("per_layer_model_proj.") || n.starts_with("per_layer_proj_norm."))) return 0;
+  for (std::string_view m : {"embed_tokens", "wte.", "wpe.", "embed_in", "token_embd", "per_layer_model_projection",
+                             "per_layer_projection_norm"})
     if (has(n, m)) return -2;
   // The head and what sits beside it: llama.cpp's rope_freqs (Llama 3.1's rope scaling factors) loads with it.
   for (std::string_view m : {"lm_head", "embed_out", "output.", "output_norm", "model.norm.", "ln_f.",

@@ -451,6 +451,25 @@ inline std::string model_problem(const ModelSpec& s, const std::string& problem)
   return s.name.empty() ? problem : "model \"" + s.name + "\": " + problem;
 }
 
+// Each layer's shape (one per layer, as a loader read it) into the distinct shapes and each layer's index; none when
+// every layer has the model-wide kv_heads, head_dim and intermediate. Shared by the HF and GGUF loaders.
+inline void set_layer_shapes(ModelSpec& s, const std::vector<LayerShape>& per_layer) {
+  s.layer_shapes.clear();
+  s.shape_of.assign(per_layer.size(), 0);
+  for (std::size_t l = 0; l < per_layer.size(); ++l) {
+    const auto at = std::find(s.layer_shapes.begin(), s.layer_shapes.end(), per_layer[l]);
+    if (at == s.layer_shapes.end() && s.layer_shapes.size() == max_layer_shapes)
+      throw InputError(model_problem(s, "more distinct layer shapes than the " + std::to_string(max_layer_shapes) + " supported"));
+    s.shape_of[l] = static_cast<std::uint8_t>(at - s.layer_shapes.begin());
+    if (at == s.layer_shapes.end()) s.layer_shapes.push_back(per_layer[l]);
+  }
+  if (s.layer_shapes.size() <= 1 &&
+      (s.layer_shapes.empty() || s.layer_shapes[0] == LayerShape{s.kv_heads, s.head_dim, s.intermediate})) {
+    s.layer_shapes.clear();  // every layer the model-wide shape
+    s.shape_of.clear();
+  }
+}
+
 inline void check_dimensions(const ModelSpec& s) {
   const auto& l = s.linear;
   const ShapeLimit limits[] = {

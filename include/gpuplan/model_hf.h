@@ -174,23 +174,14 @@ inline void read_layer_shapes(ModelSpec& s, const HfConfig& c) {
   const std::int64_t shared = c.integer("num_kv_shared_layers", 0);
   if (shared > s.layers) throw DataError(c.where() + ": num_kv_shared_layers exceeds num_hidden_layers");
   const bool wide = c.boolean("use_double_wide_mlp", false);
-  s.layer_shapes.clear();
-  s.shape_of.assign(static_cast<std::size_t>(s.layers), 0);
+  std::vector<LayerShape> per_layer;
   for (std::int64_t l = 0; l < s.layers; ++l) {
     const bool full = !s.is_sliding_layer(l) && !s.is_linear_layer(l);
     const bool reads_shared = l >= s.layers - shared;
-    const LayerShape shape{full ? global_kv : s.kv_heads, full ? global_dim : s.head_dim,
-                           s.intermediate * (wide && reads_shared ? 2 : 1), full && k_eq_v, reads_shared};
-    const auto at = std::find(s.layer_shapes.begin(), s.layer_shapes.end(), shape);
-    if (at == s.layer_shapes.end() && s.layer_shapes.size() == max_layer_shapes)
-      throw DataError(c.where() + ": more distinct layer shapes than the " + std::to_string(max_layer_shapes) + " supported");
-    s.shape_of[static_cast<std::size_t>(l)] = static_cast<std::uint8_t>(at - s.layer_shapes.begin());
-    if (at == s.layer_shapes.end()) s.layer_shapes.push_back(shape);
+    per_layer.push_back({full ? global_kv : s.kv_heads, full ? global_dim : s.head_dim,
+                         s.intermediate * (wide && reads_shared ? 2 : 1), full && k_eq_v, reads_shared});
   }
-  if (s.layer_shapes.size() == 1 && s.layer_shapes[0] == LayerShape{s.kv_heads, s.head_dim, s.intermediate}) {
-    s.layer_shapes.clear();  // every layer the model-wide shape
-    s.shape_of.clear();
-  }
+  set_layer_shapes(s, per_layer);
   s.per_layer_input = c.integer("hidden_size_per_layer_input", 0);
   s.per_layer_vocab = s.per_layer_input > 0 ? c.integer("vocab_size_per_layer_input", s.vocab) : 0;
 }

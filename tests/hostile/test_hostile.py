@@ -272,6 +272,52 @@ def gguf(binary, tmp):
         "split.tensors.count")
 
 
+def gguf_array(key, values, vtype=4):
+    """A GGUF array of u32 (type 4) or bool (type 7) entries."""
+    fmt = "B" if vtype == 7 else "I"
+    return gguf_string(key) + struct.pack("<IIQ", 9, vtype, len(values)) + struct.pack(f"<{len(values)}{fmt}", *values)
+
+
+def gemma4_kvs():
+    """A 4-layer Gemma 4 as convert_hf_to_gguf.py writes one: sliding layers listed, global vs sliding head_dim,
+    the last layer reading shared KV, per-layer inputs."""
+    return [gguf_kv("general.architecture", "gemma4"), gguf_kv("gemma4.block_count", 4),
+            gguf_kv("gemma4.embedding_length", 64), gguf_array("gemma4.feed_forward_length", [128, 128, 128, 256]),
+            gguf_kv("gemma4.attention.head_count", 2), gguf_array("gemma4.attention.head_count_kv", [1, 1, 1, 1]),
+            gguf_kv("gemma4.attention.key_length", 64), gguf_kv("gemma4.attention.value_length", 64),
+            gguf_kv("gemma4.attention.key_length_swa", 32), gguf_kv("gemma4.attention.value_length_swa", 32),
+            gguf_kv("gemma4.attention.sliding_window", 16),
+            gguf_array("gemma4.attention.sliding_window_pattern", [1, 1, 1, 0], 7),
+            gguf_kv("gemma4.attention.shared_kv_layers", 1), gguf_kv("gemma4.embedding_length_per_layer_input", 8),
+            gguf_kv("gemma4.final_logit_softcapping", 30.0), gguf_kv("gemma4.context_length", 4096)]
+
+
+def gguf_gemma4(binary, tmp):
+    tensors = [("token_embd.weight", "F16", [64, 100]), ("per_layer_token_embd.weight", "F16", [32, 100])]
+    tensors += [(f"blk.{l}.attn_norm.weight", "F32", [64]) for l in range(4)]
+    path = os.path.join(tmp, "gemma4.gguf")
+    write_raw_gguf(path, gemma4_kvs(), tensors)
+    run(binary, "a valid small Gemma 4 GGUF", ["infer", "--model", path, "--profile", "llama.cpp", "--format", "json"], 0)
+    for name, extra, msg in (
+            ("gemma4 pattern of 2 for 4 layers", [gguf_array("gemma4.attention.sliding_window_pattern", [1, 0], 7)],
+             "sliding_window_pattern"),
+            ("gemma4 head_count_kv of 5 for 4 layers", [gguf_array("gemma4.attention.head_count_kv", [1] * 5)],
+             "head_count_kv"),
+            ("gemma4 head_count_kv as strings", [gguf_kv("gemma4.attention.head_count_kv", ["1", "1", "1", "1"])],
+             "head_count_kv"),
+            ("gemma4 shared_kv_layers past block_count", [gguf_kv("gemma4.attention.shared_kv_layers", 5)],
+             "shared_kv_layers"),
+            ("gemma4 value_length apart from key_length", [gguf_kv("gemma4.attention.value_length", 32)],
+             "value_length"),
+            ("gemma4 feed_forward_length 2^32-1", [gguf_array("gemma4.feed_forward_length", [128, 128, 128, 2**32 - 1])],
+             "outside"),
+            ("gemma4 no key_length_swa", [gguf_kv("gemma4.attention.key_length_swa", "32")], "key_length_swa")):
+        keys = {e[8:8 + struct.unpack("<Q", e[:8])[0]] for e in extra}
+        kv = [e for e in gemma4_kvs() if e[8:8 + struct.unpack("<Q", e[:8])[0]] not in keys] + extra
+        write_raw_gguf(path, kv, tensors)
+        run(binary, name, ["infer", "--model", path, "--format", "json"], 3, msg)
+
+
 def hf_cache_escapes(binary, tmp):
     """org/name@revision resolves refs and snapshots inside the cache, or not at all."""
     root = os.path.join(tmp, "hfcache")
@@ -304,7 +350,7 @@ def hf_cache_escapes(binary, tmp):
 def main():
     binary = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
-        for suite in (configs, files, safetensors, gguf, hf_cache_escapes):
+        for suite in (configs, files, safetensors, gguf, gguf_gemma4, hf_cache_escapes):
             d = os.path.join(tmp, suite.__name__)
             os.makedirs(d)
             suite(binary, d)

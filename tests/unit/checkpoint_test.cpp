@@ -1,13 +1,17 @@
 // Checkpoint headers: safetensors and GGUF parsing against hand-built bytes, tensor placement, packed parameter
 // counts, the GGUF architecture, and the serving estimator using stored bytes.
+#include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <gpuplan/checkpoint.h>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/model_gguf.h>
 #include <gpuplan/builtin.h>
+#include <gpuplan/builtin_data.h>
 #include <gpuplan/text.h>
 
 using namespace gpuplan;
@@ -47,6 +51,17 @@ struct GgufWriter {
   GgufWriter& i32_array(const std::string& k, std::initializer_list<std::int32_t> v) {
     kvs += str(k) + raw<std::uint32_t>(9) + raw<std::uint32_t>(5) + raw<std::uint64_t>(v.size());
     for (auto x : v) kvs += raw(x);
+    ++n_kv;
+    return *this;
+  }
+  GgufWriter& f32(const std::string& k, float v) {
+    kvs += str(k) + raw<std::uint32_t>(6) + raw(v), ++n_kv;
+    return *this;
+  }
+  // An array of u32 (type 4) or bool (type 7) entries, as gguf-py writes per-layer lists.
+  GgufWriter& array(const std::string& k, const std::vector<std::int64_t>& v, std::uint32_t type = 4) {
+    kvs += str(k) + raw<std::uint32_t>(9) + raw(type) + raw<std::uint64_t>(v.size());
+    for (auto x : v) kvs += type == 7 ? raw(std::uint8_t(x != 0)) : raw(std::uint32_t(x));
     ++n_kv;
     return *this;
   }
@@ -214,6 +229,140 @@ TEST_CASE("model_from_gguf: the shape llama.cpp reads, untied when output.weight
                     Catch::Contains("general.architecture"));
 }
 
+namespace {
+
+// A Gemma 4 GGUF as convert_hf_to_gguf.py (Gemma4Model.set_gguf_parameters) writes it from an HF config, here the
+// preset's: per-layer lists where the layers differ, key_length the global head_dim, key_length_swa the sliding one;
+// tensors named as llama.cpp loads them (an attn_k only on layers with their own KV, no attn_v where the values are
+// the keys). The sliding layers are the HF loader's (layer_types, as transformers fills them in).
+GgufWriter gemma4_gguf(const ModelSpec& hf, const nlohmann::json& c) {
+  const auto n = static_cast<std::size_t>(hf.layers);
+  const std::int64_t shared = c.value("num_kv_shared_layers", 0);
+  std::vector<std::int64_t> swa(n), kv(n), ffn(n);
+  for (std::size_t l = 0; l < n; ++l) {
+    swa[l] = hf.is_sliding_layer(std::int64_t(l));
+    const bool global_kv = !swa[l] && c["num_global_key_value_heads"].is_number();
+    kv[l] = global_kv ? c["num_global_key_value_heads"].get<std::int64_t>() : c["num_key_value_heads"].get<std::int64_t>();
+    const bool wide = c.value("use_double_wide_mlp", false) && std::int64_t(l) >= hf.layers - shared;
+    ffn[l] = c["intermediate_size"].get<std::int64_t>() * (wide ? 2 : 1);
+  }
+  GgufWriter w;
+  w.text("general.architecture", "gemma4")
+      .u32("gemma4.block_count", std::uint32_t(hf.layers))
+      .u32("gemma4.context_length", std::uint32_t(hf.max_positions))
+      .u32("gemma4.embedding_length", std::uint32_t(hf.hidden))
+      .array("gemma4.feed_forward_length", ffn)
+      .u32("gemma4.attention.head_count", std::uint32_t(hf.heads))
+      .array("gemma4.attention.head_count_kv", kv)
+      .u32("gemma4.attention.key_length", c["global_head_dim"].get<std::uint32_t>())
+      .u32("gemma4.attention.value_length", c["global_head_dim"].get<std::uint32_t>())
+      .u32("gemma4.attention.key_length_swa", c["head_dim"].get<std::uint32_t>())
+      .u32("gemma4.attention.value_length_swa", c["head_dim"].get<std::uint32_t>())
+      .u32("gemma4.attention.sliding_window", c["sliding_window"].get<std::uint32_t>())
+      .array("gemma4.attention.sliding_window_pattern", swa, 7)
+      .u32("gemma4.attention.shared_kv_layers", std::uint32_t(shared))
+      .u32("gemma4.embedding_length_per_layer_input", std::uint32_t(c.value("hidden_size_per_layer_input", 0)))
+      .f32("gemma4.final_logit_softcapping", c["final_logit_softcapping"].get<float>())
+      .tensor("token_embd.weight", {std::uint64_t(hf.hidden), std::uint64_t(hf.vocab)}, 1);
+  if (c.value("enable_moe_block", false))
+    w.u32("gemma4.expert_count", std::uint32_t(hf.moe.experts))
+        .u32("gemma4.expert_used_count", std::uint32_t(hf.moe.experts_per_token))
+        .u32("gemma4.expert_feed_forward_length", c["moe_intermediate_size"].get<std::uint32_t>());
+  if (hf.per_layer_input > 0)
+    w.tensor("per_layer_token_embd.weight",
+             {std::uint64_t(hf.layers * hf.per_layer_input), std::uint64_t(c["vocab_size_per_layer_input"].get<std::int64_t>())}, 1);
+  for (std::size_t l = 0; l < n; ++l) {
+    const std::string blk = "blk." + std::to_string(l) + ".";
+    w.tensor(blk + "attn_q_norm.weight", {1}, 0);
+    if (std::int64_t(l) >= hf.layers - shared) continue;
+    w.tensor(blk + "attn_k.weight", {1}, 0);
+    if (swa[l] || !c.value("attention_k_eq_v", false)) w.tensor(blk + "attn_v.weight", {1}, 0);
+  }
+  return w;
+}
+
+nlohmann::json preset_config(const std::string& id) {
+  for (const auto& f : detail::builtin_files) {
+    if (f.path != "data/models/gemma.json") continue;
+    const nlohmann::json file = nlohmann::json::parse(f.bytes.begin(), f.bytes.end());
+    for (const auto& m : file["models"])
+      if (m["id"] == id) return m["config"];
+  }
+  FAIL("no preset " << id);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("model_from_gguf: a Gemma 4 GGUF gives the shape its HF config gives", "[checkpoint]") {
+  for (const char* id : {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}) {
+    INFO(id);
+    const ModelSpec& hf = find_preset(id).spec;
+    const ModelSpec g = model_from_gguf(gguf_file::parse_header(gemma4_gguf(hf, preset_config(id)).bytes(), "t"), "t");
+    CHECK(g.layers == hf.layers);
+    CHECK(g.kv_heads == hf.kv_heads);
+    CHECK(g.head_dim == hf.head_dim);
+    CHECK(g.intermediate == hf.intermediate);
+    CHECK(g.sliding_window == hf.sliding_window);
+    CHECK(g.sliding_layers == hf.sliding_layers);
+    CHECK(g.layer_shapes == hf.layer_shapes);
+    CHECK(g.shape_of == hf.shape_of);
+    CHECK(g.moe == hf.moe);
+    CHECK(g.moe_layers == hf.moe_layers);
+    CHECK(g.per_layer_input == hf.per_layer_input);
+    CHECK(g.per_layer_vocab == hf.per_layer_vocab);
+    CHECK(g.router_scales == hf.router_scales);
+    CHECK(g.norms_per_layer == hf.norms_per_layer);
+    CHECK(g.qk_norm == hf.qk_norm);
+    CHECK(g.tied_embeddings == hf.tied_embeddings);
+    CHECK(g.activation == hf.activation);
+    CHECK(g.final_logit_softcap == hf.final_logit_softcap);
+    CHECK(count_params(g).total == count_params(hf).total);
+    CHECK(count_params(g).active == count_params(hf).active);
+    CHECK(kv_layer_count(g) == kv_layer_count(hf));
+  }
+}
+
+TEST_CASE("model_from_gguf: malformed Gemma 4 keys are DataErrors", "[checkpoint]") {
+  const ModelSpec& hf = find_preset("gemma-4-e2b").spec;
+  const nlohmann::json c = preset_config("gemma-4-e2b");
+  auto spec = [](const GgufWriter& w) { return model_from_gguf(gguf_file::parse_header(w.bytes(), "t"), "t"); };
+  // The per-layer lists must name every layer (the last key written wins in the parsed map).
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).array("gemma4.attention.sliding_window_pattern", {1, 0}, 7)),
+                    Catch::Contains("sliding_window_pattern\" must list a number ≥ 0 for each of the 35 layers"));
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).array("gemma4.feed_forward_length", std::vector<std::int64_t>(34, 6144))),
+                    Catch::Contains("feed_forward_length"));
+  GgufWriter strings = gemma4_gguf(hf, c);
+  strings.kvs += GgufWriter::str("gemma4.attention.head_count_kv") + GgufWriter::raw<std::uint32_t>(9) +
+                 GgufWriter::raw<std::uint32_t>(8) + GgufWriter::raw<std::uint64_t>(0);
+  ++strings.n_kv;
+  CHECK_THROWS_WITH(spec(strings), Catch::Contains("head_count_kv"));
+  std::vector<std::int64_t> no_heads_on_4(35, 1);
+  no_heads_on_4[4] = 0;  // a full-attention layer
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).array("gemma4.attention.head_count_kv", no_heads_on_4)),
+                    Catch::Contains("a layer's heads or widths are outside 1"));
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).array("gemma4.attention.head_count_kv", std::vector<std::int64_t>(35, 0))),
+                    Catch::Contains("num_key_value_heads must be positive"));
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).u32("gemma4.attention.shared_kv_layers", 36)),
+                    Catch::Contains("shared_kv_layers exceeds block_count"));
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).u32("gemma4.attention.value_length", 256)),
+                    Catch::Contains("value_length must equal key_length"));
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).f32("gemma4.final_logit_softcapping", -1.0f)),
+                    Catch::Contains("final_logit_softcapping"));
+  CHECK_THROWS_WITH(spec(gemma4_gguf(hf, c).f32("gemma4.final_logit_softcapping", std::nanf(""))),
+                    Catch::Contains("final_logit_softcapping"));
+  GgufWriter no_swa_dim;
+  no_swa_dim.text("general.architecture", "gemma4")
+      .u32("gemma4.block_count", 2)
+      .u32("gemma4.embedding_length", 64)
+      .u32("gemma4.feed_forward_length", 128)
+      .u32("gemma4.attention.head_count", 2)
+      .u32("gemma4.vocab_size", 100);
+  CHECK_THROWS_WITH(spec(no_swa_dim), Catch::Contains("key_length_swa"));
+  // Every failure above is a DataError: the CLI's exit 3.
+  CHECK_THROWS_AS(spec(gemma4_gguf(hf, c).u32("gemma4.attention.shared_kv_layers", 36)), DataError);
+}
+
 TEST_CASE("checkpoint: tensors placed by name, packed formats counted as weights", "[checkpoint]") {
   Checkpoint c;
   c.format = "safetensors";
@@ -237,6 +386,16 @@ TEST_CASE("checkpoint: tensors placed by name, packed formats counted as weights
   CHECK(w.other.in(unit::bytes) == 40);
   CHECK(w.other_parts.count("vision_tower") == 1);
   CHECK(w.other_parts.count("extra layers (MTP)") == 1);
+  // Gemma 4 E-models' projection into the per-layer inputs: with block 0 in a GGUF (llama.cpp loads it with bid 0),
+  // with the embeddings in an HF checkpoint (as param_inventory counts it).
+  Checkpoint g;
+  g.tensors = {{"per_layer_model_proj.weight", "F16", 10, 20}, {"per_layer_proj_norm.weight", "F32", 2, 8},
+               {"model.language_model.per_layer_model_projection.weight", "BF16", 10, 20},
+               {"model.language_model.per_layer_projection_norm.weight", "BF16", 2, 4}};
+  const StoredWeights gw = stored_weights(g, 2);
+  CHECK(gw.language.per_layer[0].in(unit::bytes) == 28);
+  CHECK(gw.language.embedding.in(unit::bytes) == 24);
+  CHECK(gw.other.in(unit::bytes) == 0);
   CHECK(stored_language_weights(w, c).nearest == WeightFormat::gptq_int4);
 }
 

@@ -66,6 +66,44 @@ TEST_CASE("llama.cpp: KV cells padded to 256 (32 without flash attention); inter
             unit::bytes) == 1536 * kMiB);
 }
 
+TEST_CASE("llama.cpp and Ollama: Gemma 4's caches (own K/V per full and sliding layer, none for shared-KV layers)", "[llama.cpp][ollama]") {
+  // No single-GPU llama.cpp start-up of a Gemma 4 GGUF with its buffer lines was found; these are hand-computed from
+  // llama.cpp's source (src/llama-kv-cache-iswa.cpp size_swa = min(size_base, GGML_PAD(n_swa·n_seq + n_ubatch,
+  // 256)); src/models/gemma4.cpp: layers from n_layer_kv_from_start = n_layer − shared_kv_layers on keep no cache,
+  // "filtered" in the log) and the numbers llama.cpp printed for an E4B on three GPUs (ggml-org/llama.cpp issue
+  // #21730, heislera763): "size = 2048.00 MiB (131072 cells, 4 layers, 1/1 seqs)" for the full-attention layers and
+  // "creating SWA KV cache, size = 1024 cells".
+  const ModelSpec& e4b = find_preset("gemma-4-e4b").spec;  // 42 layers, the last 18 share KV; layers 5, 11, 17, 23 full
+  CHECK(kv_layer_count(e4b) == 24);
+  CHECK(llama_cpp_cells(e4b, true, 0, 131072, 1, 512, true) == 1024);
+  CHECK(llama_cpp_cells(e4b, true, 5, 131072, 1, 512, true) == 131072);
+  const double full = 4 * 131072.0 * 2 * 2 * 512 * 2;   // 4 layers × cells × K and V of 2 heads × 512, f16
+  const double sliding = 20 * 1024.0 * 2 * 2 * 256 * 2;  // 20 layers × 1024 cells × K and V of 2 heads × 256
+  CHECK(full == 2048 * kMiB);
+  CHECK(estimate_inference_memory(e4b, llama_cpp(131072)).memory.components.kv_cache.in(unit::bytes) == full + sliding);
+  // E2B at n_ctx 4096: 15 layers keep KV (35 − 20 shared), 3 of them full (4, 9, 14), one KV head.
+  const double e2b = 3 * 4096.0 * 2 * 512 * 2 + 12 * 1024.0 * 2 * 256 * 2;
+  CHECK(estimate_inference_memory(find_preset("gemma-4-e2b").spec, llama_cpp(4096)).memory.components.kv_cache.in(unit::bytes) == e2b);
+  // 31B, values that are the keys: the full layers' cache still holds K and V (4 global heads × 512).
+  const ModelSpec& b31 = find_preset("gemma-4-31b").spec;
+  const double b31_kv = 10 * 8192.0 * 2 * 4 * 512 * 2 + 50 * 1536.0 * 2 * 16 * 256 * 2;
+  CHECK(estimate_inference_memory(b31, llama_cpp(8192)).memory.components.kv_cache.in(unit::bytes) == b31_kv);
+  // Ollama's engine keeps 4096 cells per sequence of a gemma4 sliding layer (NewSWAMemCache(window, 4096)) plus a
+  // batch, and the whole context once that is no less than num_ctx.
+  CHECK(ollama_swa_memory(b31) == 4096);
+  CHECK(ollama_swa_memory(find_preset("gemma-3-12b").spec) == 0);
+  CHECK(llama_cpp_cells(b31, true, 0, 32768, 1, 512, true, 4096) == 4608);
+  CHECK(llama_cpp_cells(b31, true, 0, 4 * 32768, 4, 512, true, 4096) == 4 * 4096 + 512);
+  CHECK(llama_cpp_cells(b31, true, 0, 4096, 1, 512, true, 4096) == 4096);
+  // The compute buffer reserves the widest layer's attention: the full layers' heads × 512.
+  auto no_fa = llama_cpp(8192);
+  no_fa.llama_cpp.flash_attn = false;
+  const double ub = 512, cells = 8192;
+  const double attention = 32 * cells * ub * 4 + cells * ub * 4 + (2 * 5376.0 + 2 * 32 * 512.0) * ub * 4;
+  const double logits = (262144.0 + 5376) * ub * 4;
+  CHECK(estimate_inference_memory(b31, no_fa).memory.components.activations.in(unit::bytes) == Approx(std::max(attention, logits)));
+}
+
 TEST_CASE("llama.cpp: the compute buffer is the larger of the f32 scores and the f32 logits", "[llama.cpp]") {
   // Qwen3-0.6B, n_ctx 4096, n_ubatch 512, flash attention off: the logits 151,936 × 512 × 4 B = 296.75 MiB and the
   // normed input row (1024 × 512 × 4 B = 2 MiB) beat the scores (16 heads × 4096 × 512 × 4 B = 128 MiB): 298.75 MiB

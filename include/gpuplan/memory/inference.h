@@ -1088,7 +1088,7 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     const auto i = static_cast<std::size_t>(l);
     const double layer = wb.per_layer[i].in(unit::bytes);
     const double kv = s.is_linear_layer(l) ? double(k.n_parallel) * t.state_layer
-                                           : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn) * t.kv_tok[i];
+                                           : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn, k.swa_memory) * t.kv_tok[i];
     if (l < first_gpu) {
       // A layer left on the CPU is computed there: per token it reads its attention and shared weights whole and
       // only the routed experts the batch picks.
@@ -1248,6 +1248,9 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
                               " × OLLAMA_NUM_PARALLEL " + std::to_string(k.n_parallel) + " = n_ctx " +
                               std::to_string(static_cast<std::int64_t>(t.len)) + "; num_batch 512; flash attention " +
                               (k.flash_attn ? "auto (on)" : "off (OLLAMA_FLASH_ATTENTION=0)"));
+  if (ollama && k.swa_memory > 0)
+    est.assumptions.push_back("Ollama's engine keeps " + std::to_string(k.swa_memory) +
+                              " cells per sequence of each sliding-window layer (kvcache.NewSWAMemCache), not the window");
   const LlamaCppBackend backend = k.backend_or_default();
   if (backend == LlamaCppBackend::vulkan) vulkan_allocation_check(est, s, t, k);
   const std::int64_t host_experts = p.host_expert_layers();
@@ -1283,6 +1286,7 @@ inline InferenceWorkload ollama_runner_workload(const ModelSpec& s, InferenceWor
   if (s.max_positions > 0) num_ctx = std::min(num_ctx, s.max_positions);
   w.context = num_ctx * w.llama_cpp.n_parallel;
   w.llama_cpp.n_ubatch = std::min({w.llama_cpp.n_ubatch, OllamaProfile::num_batch, num_ctx});
+  w.llama_cpp.swa_memory = ollama_swa_memory(s);
   return w;
 }
 

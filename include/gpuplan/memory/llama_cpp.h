@@ -131,6 +131,10 @@ struct LlamaCppSettings {
   std::vector<std::string> override_tensor;  // -ot PATTERN=CPU rules (regex_search on tensor names, first match wins)
   std::optional<Bytes> gpu_free;             // the device's free memory at start (default: its total less the context)
   double gpu_overhead_bytes = 0;             // Ollama: OLLAMA_GPU_OVERHEAD, memory its scheduler leaves unused
+  // Ollama's own engine (runner --ollama-engine): cells per sequence a sliding layer keeps beyond its window
+  // (kvcache.NewSWAMemCache(window, 4096) for gemma4 and gpt-oss, model/models/*/model.go); 0: the window alone
+  // (llama.cpp, and Ollama's NewSWACache models such as gemma3). ollama_swa_memory.
+  std::int64_t swa_memory = 0;
   std::optional<LlamaCppBackend> backend;    // --backend (default by the device: AMD rocm, Apple metal, else cuda)
   LlamaCppBackend backend_or_default() const { return backend.value_or(LlamaCppBackend::cuda); }
 };
@@ -260,13 +264,27 @@ inline bool llama_cpp_iswa(const ModelSpec& s) {
 }
 
 // Cells of a layer's cache for a context of n_ctx tokens (and n_seq sequences sharing it); `iswa`:
-// llama_cpp_iswa(s), computed once per model.
+// llama_cpp_iswa(s), computed once per model. A sliding layer keeps its window per sequence and one ubatch
+// (src/llama-kv-cache-iswa.cpp: size_swa = min(size_base, GGML_PAD(n_swa·n_seq + n_ubatch, n_pad))); Ollama's engine
+// keeps `swa_memory` cells per sequence where that is more than the window, and the whole context where that is not
+// less than one sequence's (kvcache/causal.go Init: cacheSize = maxSequences·swaMemorySize + maxBatch, or
+// maxSequences·capacity once swaMemorySize reaches capacity).
 inline double llama_cpp_cells(const ModelSpec& s, bool iswa, std::int64_t layer, std::int64_t n_ctx,
-                              std::int64_t n_seq, std::int64_t ubatch, bool flash_attn) {
+                              std::int64_t n_seq, std::int64_t ubatch, bool flash_attn, std::int64_t swa_memory = 0) {
   const std::int64_t pad = LlamaCppProfile::kv_pad(flash_attn);
   const std::int64_t base = llama_cpp_pad(n_ctx, pad);
   if (!iswa || !s.is_sliding_layer(layer)) return double(base);
-  return double(std::min(base, llama_cpp_pad(s.sliding_window * n_seq + ubatch, pad)));
+  const std::int64_t kept = std::max(s.sliding_window, swa_memory);
+  if (swa_memory > 0 && kept >= n_ctx / std::max<std::int64_t>(n_seq, 1)) return double(base);
+  return double(std::min(base, llama_cpp_pad(kept * n_seq + ubatch, pad)));
+}
+
+// What Ollama's engine keeps per sequence of a sliding layer (LlamaCppSettings::swa_memory): gemma4 and gpt-oss
+// build their caches with kvcache.NewSWAMemCache(window, 4096, ...) (ollama model/models/gemma4/model.go,
+// model/models/gptoss/model.go, 0.20/0.21); the other models it runs keep the window.
+inline std::int64_t ollama_swa_memory(const ModelSpec& s) {
+  const std::string& t = s.model_type;
+  return t == "gemma4_text" || t == "gemma4" || t == "gpt_oss" || t == "gpt-oss" ? 4096 : 0;
 }
 
 // The compute buffer of the GPU (f32 graph of one ubatch). `host_output_bytes`: the output layer's weights when they
@@ -282,9 +300,15 @@ inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int
   // flash attention takes an f16 cast of it beside ("self_kq_mask_cnv = cparams.flash_attn ? ggml_cast(..., F16)").
   const double mask = cells * ub * (flash_attn ? 4.0 + 2.0 : 4.0);
   const double fused_qkv = s.family == Family::gpt_neox ? double(s.q_dim() + 2 * s.kv_dim()) : 0.0;
+  // The widest layer's attention (Gemma 4's full-attention layers: global_head_dim, twice the sliding ones').
+  std::int64_t q_dim = s.q_dim();
+  for (const LayerShape& sh : s.layer_shapes) q_dim = std::max(q_dim, s.heads * sh.head_dim);
+  // Gemma 4 E2B/E4B: the per-layer inputs, f32 [per_layer_input, n_tokens, n_layer], are built before the first
+  // layer and read by every one (src/models/gemma4.cpp project_per_layer_inputs), so they stay live beside it.
+  const double per_layer_inputs = double(s.per_layer_input) * double(s.layers) * ub * 4.0;
   const double rows = LlamaCppProfile::attention_hidden_rows * h +
-                      LlamaCppProfile::attention_width_rows * double(s.q_dim()) + fused_qkv;
-  const double attention = layers_here ? scores + mask + rows * ub * 4.0 : 0.0;
+                      LlamaCppProfile::attention_width_rows * double(q_dim) + fused_qkv;
+  const double attention = layers_here ? scores + mask + rows * ub * 4.0 + per_layer_inputs : 0.0;
   const double logits = double(s.vocab) * ub * 4.0 + LlamaCppProfile::output_hidden_rows * h * ub * 4.0;
   if (host_output_bytes <= 0) return std::max(attention, logits);
   if (ubatch < LlamaCppProfile::op_offload_min_batch) return attention;

@@ -16,6 +16,7 @@
 #include "memory/profile.h"
 #include "model.h"
 #include "quant.h"
+#include "runs_on.h"
 #include "units.h"
 
 namespace gpuplan {
@@ -367,11 +368,14 @@ struct GemmTile {
   static constexpr double hopper_mma_sync_share = 0.63;  // "GPUs Go Brrr" above
 };
 enum class DecodeGemmKernel { none, tiled16bit, marlin };
-inline DecodeGemmKernel decode_gemm_kernel(Profile engine, WeightFormat f) {
+// Marlin from sm80 (vLLM marlin_utils.py check_marlin_supported); older GPUs run AWQ's and GPTQ's own kernels,
+// taken at 2·N per token.
+inline DecodeGemmKernel decode_gemm_kernel(Profile engine, WeightFormat f, const Device& d) {
   if (engine != Profile::vllm && engine != Profile::sglang) return DecodeGemmKernel::none;
   if (f == WeightFormat::bf16 || f == WeightFormat::fp16) return DecodeGemmKernel::tiled16bit;
-  if (f == WeightFormat::awq_int4 || f == WeightFormat::gptq_int4) return DecodeGemmKernel::marlin;
-  return DecodeGemmKernel::none;
+  const bool four_bit = f == WeightFormat::awq_int4 || f == WeightFormat::gptq_int4;
+  return four_bit && d.vendor == "NVIDIA" && tensor_generation(d).sm80 ? DecodeGemmKernel::marlin
+                                                                       : DecodeGemmKernel::none;
 }
 // Hopper told apart by the catalog as vllm.h mxfp4_backend does: HBM with FP8 tensor cores but not FP4.
 inline double mma_sync_share(const Device& d) {
@@ -533,7 +537,7 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
       decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
       (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act}, bandwidth, e) : 0.0);
   // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
-  const double gemm_flops = decode_gemm_flops(s, d, decode_gemm_kernel(engine.profile, f), w.n2, b, e.compute);
+  const double gemm_flops = decode_gemm_flops(s, d, decode_gemm_kernel(engine.profile, f, d), w.n2, b, e.compute);
   const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;

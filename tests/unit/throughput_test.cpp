@@ -168,9 +168,11 @@ TEST_CASE("serving_throughput: Marlin's 16-row tiles at Hopper's mma.sync share"
   const ModelSpec& m = find_preset("qwen3-32b").spec;
   CHECK(mma_sync_share(h20) == Approx(0.63));
   CHECK(mma_sync_share(a100) == Approx(1.0));
-  CHECK(decode_gemm_kernel(Profile::sglang, WeightFormat::awq_int4) == DecodeGemmKernel::marlin);
-  CHECK(decode_gemm_kernel(Profile::vllm, WeightFormat::gptq_int4) == DecodeGemmKernel::marlin);
-  CHECK(decode_gemm_kernel(Profile::pytorch, WeightFormat::awq_int4) == DecodeGemmKernel::none);
+  CHECK(decode_gemm_kernel(Profile::sglang, WeightFormat::awq_int4, h20) == DecodeGemmKernel::marlin);
+  CHECK(decode_gemm_kernel(Profile::vllm, WeightFormat::gptq_int4, a100) == DecodeGemmKernel::marlin);
+  CHECK(decode_gemm_kernel(Profile::vllm, WeightFormat::awq_int4, builtin_catalog().get("t4")) ==
+        DecodeGemmKernel::none);  // Turing: AWQ's own kernel, no Marlin
+  CHECK(decode_gemm_kernel(Profile::pytorch, WeightFormat::awq_int4, h20) == DecodeGemmKernel::none);
   const double n2 = 2.0 * double(training_flops(m, Tokens(1), 1, Recompute::none).matmul_params.in(unit::params));
   const double head = 2.0 * double(m.vocab) * double(m.hidden);
   CHECK(decode_gemm_flops(m, h20, DecodeGemmKernel::marlin, n2, 1, 0.7) ==

@@ -352,8 +352,10 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
 // each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each 16-bit weight byte it reads:
 // hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on the H20 (148 TFLOP/s for
 // 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of 2·N·64 FLOPs, 1.35 TB/s of weights
-// (the Qwen3 speed page's SGLang rows). Not FP8: Qwen3's block-FP8 checkpoints run Triton kernels of 16-row blocks
-// (SGLang w8a8_block_fp8_matmul), whose H20 rows are read-bound.
+// (the Qwen3 speed page's SGLang rows). FP8 is left read-bound, though Qwen3's block-FP8 linears block M by 64 too
+// (DeepGEMM, on by default from SGLang 0.4.6 on sm90; w8a8_block_fp8_matmul's default config, BLOCK_SIZE_M 64): at
+// 0.7 of the FP8 peak the H20's 4B–32B FP8 rows come within ~15 % but the 0.6B and 1.7B ones, whose steps the
+// per-step costs (EngineStep) already overstate on the H20, go 10–20 points further over.
 // 4-bit AWQ and GPTQ checkpoints run Marlin (vLLM's awq_marlin and gptq_marlin on sm80 and newer; the Qwen3 speed
 // page runs SGLang 0.4.6 with --quantization awq_marlin): 16-row tiles of Ampere's mma.sync m16n8k16, dequantizing
 // the 4-bit weights in registers, 64 FLOPs for each weight byte at batch 1 (2·16 per half-byte weight), under the

@@ -316,8 +316,10 @@ inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool fl
 // graph: ~11 kernels a decoder layer (fused add-and-norm, qkv, rotary, cache store, attention and its split-KV
 // combine, o, add-and-norm, gate-up, SiLU-and-mul, down), and between steps the host schedules, samples and
 // prepares inputs while the GPU waits: 1.4 ms a step fitted on vLLM 0.6.3's A100 rows of the Qwen2.5 speed page
-// (fit half; V0, sequential with the GPU; V1 releases are taken to pay the same: not measured), 1.0 ms on SGLang
-// 0.4.6's H20 rows of the Qwen3 speed page. Tensor parallelism adds two all-reduces a layer at the latency of a
+// (fit half; V0, sequential with the GPU; V1 releases are taken to pay the same: not measured), 0.6 ms on SGLang
+// 0.4.6's H20 rows of the Qwen3 speed page (fit half, once their FP8 and AWQ GEMMs are tiled (GemmTile): 0.6 gives
+// the half's lowest worst error, 35 %, its median 6.8 % within 0.2 of the lowest; with those GEMMs read-bound it
+// was 1.0 ms; the benchmark's --enable-mixed-chunk keeps the scheduler sequential, not overlapped). Tensor parallelism adds two all-reduces a layer at the latency of a
 // small message: 30 µs fitted on the fit half's TP 2 and 4 A100 rows. llama.cpp's host builds and launches the
 // graph while the GPU runs: only its kernels count.
 struct EngineStep {
@@ -325,7 +327,7 @@ struct EngineStep {
   double decode_kernels = 0;  // kernel floor of one decode step
   double prompt_kernels = 0;  // kernel floor of one prompt forward (launched one by one)
   double collectives = 0;     // tensor-parallel all-reduces per forward
-  static constexpr double vllm_host_seconds = 1.4e-3, sglang_host_seconds = 1.0e-3;
+  static constexpr double vllm_host_seconds = 1.4e-3, sglang_host_seconds = 0.6e-3;
   static constexpr double serving_layer_kernels = 11, allreduce_seconds = 30e-6;
 };
 inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e, std::int64_t tp) {
@@ -352,10 +354,10 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
 // each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each 16-bit weight byte it reads:
 // hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on the H20 (148 TFLOP/s for
 // 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of 2·N·64 FLOPs, 1.35 TB/s of weights
-// (the Qwen3 speed page's SGLang rows). FP8 is left read-bound, though Qwen3's block-FP8 linears block M by 64 too
-// (DeepGEMM, on by default from SGLang 0.4.6 on sm90; w8a8_block_fp8_matmul's default config, BLOCK_SIZE_M 64): at
-// 0.7 of the FP8 peak the H20's 4B–32B FP8 rows come within ~15 % but the 0.6B and 1.7B ones, whose steps the
-// per-step costs (EngineStep) already overstate on the H20, go 10–20 points further over.
+// (the Qwen3 speed page's SGLang rows). FP8 linears block M by 64 too, at the FP8 rate: Qwen3's block-FP8 ones run
+// DeepGEMM (on by default on sm90 from SGLang 0.4.6, PR #5628) or w8a8_block_fp8_matmul, whose default config (no
+// tuned file for Qwen3's shapes) has BLOCK_SIZE_M 64 and one warpgroup (vLLM fp8_utils.py, SGLang fp8_kernel.py);
+// per-channel FP8 runs CUTLASS scaled_mm, whose smallest tiles are 64 rows.
 // 4-bit AWQ and GPTQ checkpoints run Marlin (vLLM's awq_marlin and gptq_marlin on sm80 and newer; the Qwen3 speed
 // page runs SGLang 0.4.6 with --quantization awq_marlin): 16-row tiles of Ampere's mma.sync m16n8k16, dequantizing
 // the 4-bit weights in registers, 64 FLOPs for each weight byte at batch 1 (2·16 per half-byte weight), under the
@@ -369,12 +371,13 @@ struct GemmTile {
   static constexpr double efficiency = 0.7;
   static constexpr double hopper_mma_sync_share = 0.63;  // "GPUs Go Brrr" above
 };
-enum class DecodeGemmKernel { none, tiled16bit, marlin };
+enum class DecodeGemmKernel { none, tiled16bit, tiled_fp8, marlin };
 // Marlin from sm80 (vLLM marlin_utils.py check_marlin_supported); older GPUs run AWQ's and GPTQ's own kernels,
 // taken at 2·N per token.
 inline DecodeGemmKernel decode_gemm_kernel(Profile engine, WeightFormat f, const Device& d) {
   if (engine != Profile::vllm && engine != Profile::sglang) return DecodeGemmKernel::none;
   if (f == WeightFormat::bf16 || f == WeightFormat::fp16) return DecodeGemmKernel::tiled16bit;
+  if (f == WeightFormat::fp8 && d.peak.fp8) return DecodeGemmKernel::tiled_fp8;  // else FP8 Marlin, 2·N as before
   const bool four_bit = f == WeightFormat::awq_int4 || f == WeightFormat::gptq_int4;
   return four_bit && d.vendor == "NVIDIA" && tensor_generation(d).sm80 ? DecodeGemmKernel::marlin
                                                                        : DecodeGemmKernel::none;
@@ -393,14 +396,19 @@ inline double tiled_decode_flops(const ModelSpec& s, double n2, double batch, do
   return std::max(batch, rows) * (n2 - layers * k * per_expert) +
          layers * touched * std::max(batch * k / touched, GemmTile::moe_rows) * per_expert;
 }
-// The decode GEMMs' time as FLOPs at `rate_share` of the peak (the rate serving_throughput divides by): the tiles'
-// FLOPs at GemmTile::efficiency, Marlin's further at the device's mma.sync share. Other kernels: 2·N per token.
+// The decode GEMMs' time as FLOPs at `rate_share` of the peak of the format's cores (serving_peak: FP8's for fp8, else
+// 16-bit), the rate serving_throughput divides by: the tiles' FLOPs at GemmTile::efficiency, Marlin's further at the
+// device's mma.sync share. Other kernels: 2·N per token.
 inline double decode_gemm_flops(const ModelSpec& s, const Device& d, DecodeGemmKernel k, double n2, double batch,
                                 double rate_share) {
   const double scale = rate_share / GemmTile::efficiency;
   if (k == DecodeGemmKernel::tiled16bit) return tiled_decode_flops(s, n2, batch) * scale;
-  if (k != DecodeGemmKernel::marlin) return batch * n2;
+  if (k == DecodeGemmKernel::none) return batch * n2;
   const double head = 2.0 * double(s.vocab) * double(s.hidden);  // the 16-bit lm_head
+  if (k == DecodeGemmKernel::tiled_fp8) {  // rate is the FP8 peak's: the 16-bit head costs fp8 / 16-bit peak more
+    const double fp8 = d.peak.fp8.value_or(1), sixteen = d.peak.bf16 ? *d.peak.bf16 : d.peak.fp16.value_or(fp8);
+    return (tiled_decode_flops(s, n2 - head, batch) + std::max(batch, GemmTile::rows) * head * fp8 / sixteen) * scale;
+  }
   return (tiled_decode_flops(s, n2 - head, batch, GemmTile::marlin_rows) / mma_sync_share(d) +
           std::max(batch, GemmTile::rows) * head) * scale;
 }

@@ -16,6 +16,7 @@
 #include "memory/profile.h"
 #include "model.h"
 #include "quant.h"
+#include "runs_on.h"
 #include "units.h"
 
 namespace gpuplan {
@@ -362,8 +363,10 @@ inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool fl
 // graph: ~11 kernels a decoder layer (fused add-and-norm, qkv, rotary, cache store, attention and its split-KV
 // combine, o, add-and-norm, gate-up, SiLU-and-mul, down), and between steps the host schedules, samples and
 // prepares inputs while the GPU waits: 1.4 ms a step fitted on vLLM 0.6.3's A100 rows of the Qwen2.5 speed page
-// (fit half; V0, sequential with the GPU; V1 releases are taken to pay the same: not measured), 1.0 ms on SGLang
-// 0.4.6's H20 rows of the Qwen3 speed page. Tensor parallelism adds two all-reduces a layer at the latency of a
+// (fit half; V0, sequential with the GPU; V1 releases are taken to pay the same: not measured), 0.6 ms on SGLang
+// 0.4.6's H20 rows of the Qwen3 speed page (fit half, once their FP8 and AWQ GEMMs are tiled (GemmTile): 0.6 gives
+// the half's lowest worst error, 35 %, its median 6.8 % within 0.2 of the lowest; with those GEMMs read-bound it
+// was 1.0 ms; the benchmark's --enable-mixed-chunk keeps the scheduler sequential, not overlapped). Tensor parallelism adds two all-reduces a layer at the latency of a
 // small message: 30 µs fitted on the fit half's TP 2 and 4 A100 rows. llama.cpp's host builds and launches the
 // graph while the GPU runs: only its kernels count.
 struct EngineStep {
@@ -371,7 +374,7 @@ struct EngineStep {
   double decode_kernels = 0;  // kernel floor of one decode step
   double prompt_kernels = 0;  // kernel floor of one prompt forward (launched one by one)
   double collectives = 0;     // tensor-parallel all-reduces per forward
-  static constexpr double vllm_host_seconds = 1.4e-3, sglang_host_seconds = 1.0e-3;
+  static constexpr double vllm_host_seconds = 1.4e-3, sglang_host_seconds = 0.6e-3;
   static constexpr double serving_layer_kernels = 11, allreduce_seconds = 30e-6;
 };
 inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e, std::int64_t tp) {
@@ -399,26 +402,63 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
 // each expert's tokens by 16 at small batch. A 64-row tile does 64 FLOPs for each 16-bit weight byte it reads:
 // hidden under the read on GPUs with more FLOP/s per byte/s (an H100: 295), not on the H20 (148 TFLOP/s for
 // 4.0 TB/s: 37), where Qwen3-8B to 32B in bf16 decode a token in the time of 2·N·64 FLOPs, 1.35 TB/s of weights
-// (the Qwen3 speed page's SGLang rows). Not FP8: Qwen3's block-FP8 checkpoints run Triton kernels of 16-row blocks
-// (SGLang w8a8_block_fp8_matmul), whose H20 rows are read-bound.
+// (the Qwen3 speed page's SGLang rows). FP8 linears block M by 64 too, at the FP8 rate: Qwen3's block-FP8 ones run
+// DeepGEMM (on by default on sm90 from SGLang 0.4.6, PR #5628) or w8a8_block_fp8_matmul, whose default config (no
+// tuned file for Qwen3's shapes) has BLOCK_SIZE_M 64 and one warpgroup (vLLM fp8_utils.py, SGLang fp8_kernel.py);
+// per-channel FP8 runs CUTLASS scaled_mm, whose smallest tiles are 64 rows.
+// 4-bit AWQ and GPTQ checkpoints run Marlin (vLLM's awq_marlin and gptq_marlin on sm80 and newer; the Qwen3 speed
+// page runs SGLang 0.4.6 with --quantization awq_marlin): 16-row tiles of Ampere's mma.sync m16n8k16, dequantizing
+// the 4-bit weights in registers, 64 FLOPs for each weight byte at batch 1 (2·16 per half-byte weight), under the
+// read on Ampere and Ada but above it on the H20. Hopper's full tensor rate needs wgmma: its mma.sync tops out near
+// 63 % of the peak (Hazy Research, "GPUs Go Brrr", 2024-05-12: "without [WGMMA] the GPU seems to top out around 63%
+// of its peak utilization"). The lm_head stays 16-bit in these checkpoints and runs as a 64-row tile.
 struct GemmTile {
-  static constexpr double rows = 64, moe_rows = 16;
+  static constexpr double rows = 64, moe_rows = 16, marlin_rows = 16;
   // Share of the peak such a 64-row GEMM reaches: 0.7, fitted on the fit half's H20 bf16 rows (0.65–0.75 within a
-  // point of each other), between prefill's 0.5 and the ~0.8 of 8192³ GEMMs.
+  // point of each other), between prefill's 0.5 and the ~0.8 of 8192³ GEMMs. Marlin's tiles are taken at the same.
   static constexpr double efficiency = 0.7;
+  static constexpr double hopper_mma_sync_share = 0.63;  // "GPUs Go Brrr" above
 };
-inline bool tiled_decode(Profile engine, WeightFormat f) {
-  return (engine == Profile::vllm || engine == Profile::sglang) &&
-         (f == WeightFormat::bf16 || f == WeightFormat::fp16);
+enum class DecodeGemmKernel { none, tiled16bit, tiled_fp8, marlin };
+// Marlin from sm80 (vLLM marlin_utils.py check_marlin_supported); older GPUs run AWQ's and GPTQ's own kernels,
+// taken at 2·N per token.
+inline DecodeGemmKernel decode_gemm_kernel(Profile engine, WeightFormat f, const Device& d) {
+  if (engine != Profile::vllm && engine != Profile::sglang) return DecodeGemmKernel::none;
+  if (f == WeightFormat::bf16 || f == WeightFormat::fp16) return DecodeGemmKernel::tiled16bit;
+  if (f == WeightFormat::fp8 && d.peak.fp8) return DecodeGemmKernel::tiled_fp8;  // else FP8 Marlin, 2·N as before
+  const bool four_bit = f == WeightFormat::awq_int4 || f == WeightFormat::gptq_int4;
+  return four_bit && d.vendor == "NVIDIA" && tensor_generation(d).sm80 ? DecodeGemmKernel::marlin
+                                                                       : DecodeGemmKernel::none;
 }
-// The weights' FLOPs of one decode step of `batch` tokens (n2 = 2·N per token), tiles counted whole.
-inline double tiled_decode_flops(const ModelSpec& s, double n2, double batch) {
-  if (s.moe.experts <= 0 || s.moe.dense_routing) return std::max(batch, GemmTile::rows) * n2;
+// Hopper told apart by the catalog as vllm.h mxfp4_backend does: HBM with FP8 tensor cores but not FP4.
+inline double mma_sync_share(const Device& d) {
+  const bool hbm = d.memory_type.find("HBM") != std::string::npos;
+  return d.vendor == "NVIDIA" && hbm && d.peak.fp8 && !d.peak.fp4 ? GemmTile::hopper_mma_sync_share : 1.0;
+}
+// The weights' FLOPs of one decode step of `batch` tokens (n2 = 2·N per token), tiles of `rows` counted whole.
+inline double tiled_decode_flops(const ModelSpec& s, double n2, double batch, double rows = GemmTile::rows) {
+  if (s.moe.experts <= 0 || s.moe.dense_routing) return std::max(batch, rows) * n2;
   const double per_expert = 2.0 * 3.0 * double(s.hidden) * double(s.moe.intermediate);  // gate, up, down
   const double layers = double(s.moe_layer_count()), k = double(s.moe.experts_per_token);
   const double touched = experts_touched(s.moe, batch);
-  return std::max(batch, GemmTile::rows) * (n2 - layers * k * per_expert) +
+  return std::max(batch, rows) * (n2 - layers * k * per_expert) +
          layers * touched * std::max(batch * k / touched, GemmTile::moe_rows) * per_expert;
+}
+// The decode GEMMs' time as FLOPs at `rate_share` of the peak of the format's cores (serving_peak: FP8's for fp8, else
+// 16-bit), the rate serving_throughput divides by: the tiles' FLOPs at GemmTile::efficiency, Marlin's further at the
+// device's mma.sync share. Other kernels: 2·N per token.
+inline double decode_gemm_flops(const ModelSpec& s, const Device& d, DecodeGemmKernel k, double n2, double batch,
+                                double rate_share) {
+  const double scale = rate_share / GemmTile::efficiency;
+  if (k == DecodeGemmKernel::tiled16bit) return tiled_decode_flops(s, n2, batch) * scale;
+  if (k == DecodeGemmKernel::none) return batch * n2;
+  const double head = 2.0 * double(s.vocab) * double(s.hidden);  // the 16-bit lm_head
+  if (k == DecodeGemmKernel::tiled_fp8) {  // rate is the FP8 peak's: the 16-bit head costs fp8 / 16-bit peak more
+    const double fp8 = d.peak.fp8.value_or(1), sixteen = d.peak.bf16 ? *d.peak.bf16 : d.peak.fp16.value_or(fp8);
+    return (tiled_decode_flops(s, n2 - head, batch) + std::max(batch, GemmTile::rows) * head * fp8 / sixteen) * scale;
+  }
+  return (tiled_decode_flops(s, n2 - head, batch, GemmTile::marlin_rows) / mma_sync_share(d) +
+          std::max(batch, GemmTile::rows) * head) * scale;
 }
 
 struct Throughput {
@@ -578,9 +618,7 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
                                      bandwidth, e)
              : 0.0);
   // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
-  const double gemm_flops = tiled_decode(engine.profile, f)
-                                ? tiled_decode_flops(s, w.n2, b) * e.compute / GemmTile::efficiency
-                                : b * w.n2;
+  const double gemm_flops = decode_gemm_flops(s, d, decode_gemm_kernel(engine.profile, f, d), w.n2, b, e.compute);
   const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;

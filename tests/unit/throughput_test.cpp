@@ -229,6 +229,56 @@ TEST_CASE("serving_throughput: a decode GEMM computes whole 64-row tiles", "[thr
   CHECK_FALSE(fast.decode_compute_bound);
 }
 
+TEST_CASE("serving_throughput: Marlin's 16-row tiles at Hopper's mma.sync share", "[throughput]") {
+  // Qwen3-32B-AWQ on the H20: the 4-bit linears in 16-row tiles at 0.7 × 0.63 of 148 TFLOP/s, the 16-bit lm_head in
+  // a 64-row tile at 0.7; compute-bound, above the ~18 GB read. On an A100 (Ampere: mma.sync at full rate) the same
+  // tiles hide under the read.
+  const Device& h20 = builtin_catalog().get("h20");
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const ModelSpec& m = find_preset("qwen3-32b").spec;
+  CHECK(mma_sync_share(h20) == Approx(0.63));
+  CHECK(mma_sync_share(a100) == Approx(1.0));
+  CHECK(decode_gemm_kernel(Profile::sglang, WeightFormat::awq_int4, h20) == DecodeGemmKernel::marlin);
+  CHECK(decode_gemm_kernel(Profile::vllm, WeightFormat::gptq_int4, a100) == DecodeGemmKernel::marlin);
+  CHECK(decode_gemm_kernel(Profile::vllm, WeightFormat::awq_int4, builtin_catalog().get("t4")) ==
+        DecodeGemmKernel::none);  // Turing: AWQ's own kernel, no Marlin
+  CHECK(decode_gemm_kernel(Profile::pytorch, WeightFormat::awq_int4, h20) == DecodeGemmKernel::none);
+  const double n2 = 2.0 * double(training_flops(m, Tokens(1), 1, Recompute::none).matmul_params.in(unit::params));
+  const double head = 2.0 * double(m.vocab) * double(m.hidden);
+  CHECK(decode_gemm_flops(m, h20, DecodeGemmKernel::marlin, n2, 1, 0.7) ==
+        Approx(16 * (n2 - head) / 0.63 + 64 * head));
+  CHECK(decode_gemm_flops(m, h20, DecodeGemmKernel::none, n2, 3, 0.5) == Approx(3 * n2));
+  const double wbytes = weight_bytes(m, WeightFormat::awq_int4).total().in(unit::bytes);
+  Efficiency e;
+  const auto slow = serving_throughput(m, h20, WeightFormat::awq_int4, wbytes, 0, 1, 1, 1, 1, e, Profile::sglang);
+  CHECK(slow.decode_compute_bound);
+  CHECK(slow.decode_step.in(unit::seconds) ==
+        Approx((16 * (n2 - head) / 0.63 + 64 * head) / (148e12 * 0.7) + slow.decode_overhead.in(unit::seconds))
+            .epsilon(1e-3));
+  const auto fast = serving_throughput(m, a100, WeightFormat::awq_int4, wbytes, 0, 1, 1, 1, 1, e, Profile::vllm);
+  CHECK_FALSE(fast.decode_compute_bound);
+}
+
+TEST_CASE("serving_throughput: FP8 decode GEMMs in 64-row tiles at the FP8 rate", "[throughput]") {
+  // Qwen3-32B-FP8 on the H20: the FP8 linears in 64-row tiles at 0.7 of 296 TFLOP/s, the bf16 lm_head's 64-row tile
+  // at the bf16 rate (twice the time per FLOP); compute-bound above the ~33 GB read. An A100 has no FP8 cores: its
+  // FP8 weights (Marlin) stay at 2·N per token.
+  const Device& h20 = builtin_catalog().get("h20");
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const ModelSpec& m = find_preset("qwen3-32b").spec;
+  CHECK(decode_gemm_kernel(Profile::sglang, WeightFormat::fp8, h20) == DecodeGemmKernel::tiled_fp8);
+  CHECK(decode_gemm_kernel(Profile::vllm, WeightFormat::fp8, a100) == DecodeGemmKernel::none);
+  const double n2 = 2.0 * double(training_flops(m, Tokens(1), 1, Recompute::none).matmul_params.in(unit::params));
+  const double head = 2.0 * double(m.vocab) * double(m.hidden);
+  CHECK(decode_gemm_flops(m, h20, DecodeGemmKernel::tiled_fp8, n2, 1, 0.7) == Approx(64 * (n2 - head) + 64 * head * 2));
+  const double wbytes = weight_bytes(m, WeightFormat::fp8).total().in(unit::bytes);
+  Efficiency e;
+  const auto t = serving_throughput(m, h20, WeightFormat::fp8, wbytes, 0, 1, 1, 1, 1, e, Profile::sglang);
+  CHECK(t.decode_compute_bound);
+  CHECK(t.decode_step.in(unit::seconds) ==
+        Approx((64 * (n2 - head) + 128 * head) / (296e12 * 0.7) + t.decode_overhead.in(unit::seconds)).epsilon(1e-3));
+}
+
 TEST_CASE("host_forward_ops: Gated DeltaNet layers and group-limited routers in eager generate", "[throughput]") {
   const ModelSpec& next = find_preset("qwen3-next-80b-a3b").spec;  // 48 layers, 36 Gated DeltaNet, all MoE
   // Each layer 56 + 2 q/k norms × 8, MoE routing 20 and a shared expert 6; a Gated DeltaNet layer trades the

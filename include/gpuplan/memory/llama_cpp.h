@@ -339,7 +339,8 @@ inline double llama_cpp_cells(const ModelSpec& s, bool iswa, std::int64_t layer,
 // stay in host memory (0 when the GPU holds them): for ubatches of op_offload_min_batch tokens or more the GPU still
 // runs the output matmul, on a copy of those weights (Pythia 2.8B Q4_0 at -ngl 10: 100.74 MiB of Q6_K output, the
 // 98.25 MiB of logits and a 5 MiB row = the logged 203.99 MiB, with or without flash attention).
-// `layers_here`: the GPU holds repeating layers (with -ngl 0 it only runs offloaded matmuls).
+// `layers_here`: the GPU holds repeating layers (with -ngl 0 it only runs offloaded matmuls); `output_here`: it runs
+// the output layer (over several GPUs, the last one: the others reserve their attention phase alone).
 inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int64_t ubatch, bool flash_attn,
                                       double host_output_bytes, bool layers_here = true, bool output_here = true) {
   const double ub = double(ubatch), h = double(s.hidden);

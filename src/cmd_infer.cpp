@@ -486,8 +486,11 @@ nlohmann::json infer_report(const InferOptions& o) {
       if (torch_runtime(w.profile) || w.profile == Profile::none || d.vendor == "NVIDIA" || d.vendor == "AMD")
         devices.push_back(d);
     report["fit_table"] = fit_table_json(fit_table(devices, est.memory.runs_in, per_gpu, lower, 64),
-                                         "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
-                                         "estimate fits in the device's usable memory");
+                                         llama_cpp_engine(w.profile)
+                                             ? "smallest power-of-two number of GPUs (up to 64) whose fullest GPU fits "
+                                               "in the device's usable memory, llama.cpp's --split-mode spreading the model"
+                                             : "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
+                                               "estimate fits in the device's usable memory");
   }
   return report;
 }

@@ -118,6 +118,8 @@ struct InferOptions {
   std::string gpu_free;   // llama.cpp: free memory at start
   std::string gpu_overhead;  // Ollama: OLLAMA_GPU_OVERHEAD
   std::string llama_backend;  // llama.cpp / Ollama: cuda | rocm | vulkan | metal (empty: by the device)
+  std::string split_mode;     // llama.cpp / Ollama -sm: layer (default) | row | none, over --tp GPUs
+  std::string tensor_split;   // llama.cpp -ts: comma-separated proportions per GPU (empty: equal)
   std::string host_memory_bandwidth;  // llama.cpp: the host's memory bandwidth (default dual-channel DDR5-5600)
   std::string host_memory;  // llama.cpp/Ollama: the host memory the part left on the CPU may take (default: not checked)
   std::int64_t n_cpu_moe = -1;

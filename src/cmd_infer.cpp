@@ -1,4 +1,6 @@
 // gpuplan infer: options → estimate_inference_memory (+ throughput, cost, solve modes) → report → renderer.
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "app.h"
@@ -44,7 +46,13 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   cmd.add_option("--kv-dtype", o.kv_dtype, "KV cache: fp16 | bf16 | fp32 | fp8 | int8 | int4 (default: --precision)");
   cmd.add_option("--attention", o.attention, "sdpa | flash | eager (default sdpa)");
   cmd.add_option("--profile", o.profile, "Engine: pytorch (default, HF generate) | vllm | sglang | llama.cpp | ollama | none");
-  cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1)");
+  cmd.add_option("--tp,--gpus", w.tp, "Tensor-parallel GPUs: weights and KV heads split across them (default 1; "
+                                      "llama.cpp/Ollama: the GPUs --split-mode spreads the model over)");
+  cmd.add_option("--split-mode,--sm", o.split_mode,
+                 "llama.cpp -sm over --tp GPUs: layer (default: whole layers per GPU, run one after another) | row "
+                 "(matrices cut by rows over the GPUs) | none (one GPU)");
+  cmd.add_option("--tensor-split,--ts", o.tensor_split,
+                 "llama.cpp -ts: proportions per GPU, comma-separated (e.g. 3,1; default: equal, identical GPUs' free memory)");
   cmd.add_option("--engine-version", o.engine_version,
                  "The engine release whose defaults and arithmetic to follow: X.Y[.Z] for vLLM (0.2 on), SGLang (0.4 on) "
                  "and Ollama; a build (b1015 on; memory as b4343 before it) for llama.cpp (default: the newest modelled)");
@@ -139,6 +147,24 @@ void host_fit(const std::string& given, Profile profile, const InferenceEstimate
                           "modelled): more host memory than --host-memory gives"));
 }
 
+// -ts 3,1 (llama.cpp also takes 3/1): one non-negative proportion per GPU; checked against --tp by the estimate.
+std::vector<double> parse_tensor_split(const std::string& text) {
+  std::vector<double> shares;
+  if (text.empty()) return shares;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find_first_of(",/", start), text.size());
+    const std::string item = text.substr(start, end - start);
+    char* rest = nullptr;
+    const double v = std::strtod(item.c_str(), &rest);
+    if (item.empty() || rest != item.c_str() + item.size() || !(v >= 0) || !std::isfinite(v))
+      throw InputError("--tensor-split " + text + ": expected non-negative proportions separated by commas (3,1)");
+    shares.push_back(v);
+    start = end + 1;
+  }
+  return shares;
+}
+
 }  // namespace
 
 nlohmann::json infer_report(const InferOptions& o) {
@@ -170,6 +196,12 @@ nlohmann::json infer_report(const InferOptions& o) {
   }
   if (!o.llama_backend.empty())
     w.llama_cpp.backend = parse_enum<LlamaCppBackend>(llama_cpp_backend_names, o.llama_backend, "backend");
+  if (!o.split_mode.empty() || !o.tensor_split.empty()) {
+    if (!llama_cpp_engine(w.profile)) throw InputError("--split-mode / --tensor-split apply to --profile llama.cpp and ollama");
+    if (!o.split_mode.empty())
+      w.llama_cpp.split_mode = parse_enum<LlamaCppSplitMode>(llama_cpp_split_mode_names, o.split_mode, "split mode");
+    w.llama_cpp.tensor_split = parse_tensor_split(o.tensor_split);
+  }
   if (!(w.llama_cpp.fit_target_mib >= 0 && w.llama_cpp.fit_target_mib <= 1e7)) throw InputError("--fit-target must be 0 or more MiB");
   if (!o.gpu_free.empty()) w.llama_cpp.gpu_free = parse_bytes(o.gpu_free);
   if (!o.gpu_overhead.empty()) w.llama_cpp.gpu_overhead_bytes = parse_bytes(o.gpu_overhead).in(unit::bytes);
@@ -330,6 +362,10 @@ nlohmann::json infer_report(const InferOptions& o) {
     engine.flash_attn = w.llama_cpp.flash_attn;
     engine.ubatch = w.llama_cpp.n_ubatch;
     engine.eager_attention = w.hf.attention == Attention::eager;
+    if (llama_cpp_engine(w.profile)) {
+      engine.devices = llama_cpp_devices(w);
+      engine.row_split = w.llama_cpp.split_mode == LlamaCppSplitMode::row;
+    }
     const ServingDetails& sv = est.serving;
     if (sv.host_dense_weights && sv.host_expert_weights) {
       engine.offload.dense_bytes = sv.host_dense_weights->in(unit::bytes);
@@ -363,6 +399,19 @@ nlohmann::json infer_report(const InferOptions& o) {
           ms(HostFloor::fastest_op_seconds) + "–" + ms(HostFloor::slowest_op_seconds) +
           "), as fast as the CPU; CUDA graphs (torch.compile, vLLM, SGLang) remove this floor");
     }
+    if (engine.devices > 1)
+      report["assumptions"].push_back(
+          engine.row_split
+              ? "-sm row over " + std::to_string(engine.devices) +
+                    " GPUs: each reads and multiplies its rows of every matrix at once; the synchronization after "
+                    "each product is not modelled (no published point): an upper bound on the speed"
+              : "-sm layer over " + std::to_string(engine.devices) +
+                    " GPUs: they run one after another (decode no faster than one GPU holding it all), " +
+                    detail::decimal(LlamaCppSplit::boundary_seconds * 1e3, 2) + " ms a token per hand-over (" +
+                    std::to_string(engine.devices - 1) +
+                    "); a prompt batch's ubatches pipelined through the GPUs (" +
+                    detail::decimal(1.0 / llama_cpp_pipeline_share(double(w.batch * w.prompt_len), engine), 2) +
+                    "× one GPU's prompt rate here)");
     if (engine.offload.any())
       report["assumptions"].push_back(
           "weights in host memory (" + detail::decimal((engine.offload.dense_bytes + engine.offload.expert_bytes) / 1073741824.0, 2) +
@@ -453,8 +502,11 @@ nlohmann::json infer_report(const InferOptions& o) {
       if (torch_runtime(w.profile) || w.profile == Profile::none || d.vendor == "NVIDIA" || d.vendor == "AMD")
         devices.push_back(d);
     report["fit_table"] = fit_table_json(fit_table(devices, est.memory.runs_in, per_gpu, lower, 64),
-                                         "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
-                                         "estimate fits in the device's usable memory");
+                                         llama_cpp_engine(w.profile)
+                                             ? "smallest power-of-two number of GPUs (up to 64) whose fullest GPU fits "
+                                               "in the device's usable memory, llama.cpp's --split-mode spreading the model"
+                                             : "smallest power-of-two tensor-parallel degree (up to 64) whose per-GPU "
+                                               "estimate fits in the device's usable memory");
   }
   return report;
 }

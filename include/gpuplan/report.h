@@ -150,6 +150,17 @@ inline nlohmann::json defaults_json(const std::vector<std::pair<std::string, dou
     j[name] = value == std::floor(value) && std::abs(value) < 9e15 ? nlohmann::json(std::int64_t(value)) : nlohmann::json(value);
   return j;
 }
+// llama.cpp over several GPUs: each one's buffers, as its log prints them per device (null for other engines).
+inline nlohmann::json llama_devices_json(const std::vector<LlamaCppDeviceBuffers>& devices) {
+  if (devices.empty()) return nullptr;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : devices)
+    out.push_back({{"model_buffer_bytes", rounded(Bytes(d.weights))},
+                   {"kv_buffer_bytes", rounded(Bytes(d.kv))},
+                   {"compute_buffer_bytes", rounded(Bytes(d.compute))},
+                   {"total_bytes", rounded(Bytes(d.total()))}});
+  return out;
+}
 }  // namespace detail
 
 inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload& w, const InferenceEstimate& e) {
@@ -178,6 +189,7 @@ inline nlohmann::json inference_json(const ModelSpec& s, const InferenceWorkload
                                {"host_memory_bytes", opt_bytes(sv.host_memory)},
                                {"gpu_layers", opt(sv.gpu_layers)},
                                {"host_expert_layers", opt(sv.host_expert_layers)},
+                               {"devices", detail::llama_devices_json(sv.devices)},
                                {"engine_version", sv.engine_version.empty() ? nlohmann::json(nullptr) : nlohmann::json(sv.engine_version)},
                                {"engine_defaults", detail::defaults_json(sv.implied_defaults)}};
   return {{"schema", schema_id},

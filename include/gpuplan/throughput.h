@@ -174,8 +174,38 @@ struct ServingEngine {
   std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
   HostOffload offload;                   // llama.cpp: weights left in host memory
   bool eager_attention = false;          // HF: attn_implementation="eager" (the scores materialized)
+  std::int64_t devices = 1;              // llama.cpp: the GPUs its split spreads the model over
+  bool row_split = false;                // llama.cpp -sm row (else layer: the GPUs one after another)
   ServingEngine(Profile p = Profile::none) : profile(p) {}  // NOLINT: a profile alone names an engine
 };
+
+// llama.cpp over several GPUs (memory/llama_cpp.h LlamaCppSplitMode). Layer split: the graph is cut per device and
+// the devices run one after another, each reading its own layers at its own bandwidth, so one token costs what one
+// GPU holding everything would take (identical GPUs), plus a hand-over per device boundary: the hidden state copied
+// to the next device and the scheduler's event wait (ggml_backend_sched_compute_splits), on PCIe GPUs without peer
+// access staged through host memory. 250 µs, fitted on the fit half of XiongjieDai's multi-GPU tg rows
+// (tests/data/throughput/published.jsonl; llama.cpp b2824–b2843 on RunPod, 2–8 RTX 3090/4090, 4 of seven
+// professional GPUs): the median of (t_D − t_1) / (D − 1) over the 22 fit rows whose GPU and model have a one-GPU
+// row, 252 µs (116–424 µs but two outliers), and the least-squares fit of all 57 fit rows' relative error, 254 µs.
+// A prompt batch (n_batch 2048 tokens) is cut into ubatches that pipeline through the devices (n_copies 4 in
+// flight: LlamaCppProfile::sched_copies): U ubatches over D devices take (U + D − 1) stages of 1/D of a ubatch's
+// time instead of U ubatches (XiongjieDai's pp4096 on 2, 4 and 8 RTX 4090s: 1.60×, 2.37×, 2.87× one GPU's rate,
+// against 1.60×, 2.29×, 2.91×; pp512, one ubatch, no faster). Row split runs each matrix product on every GPU at
+// once on its rows: the reads and FLOPs split over the GPUs; its per-product synchronization is not modelled (no
+// published point): an upper bound on its speed.
+struct LlamaCppSplit {
+  static constexpr double boundary_seconds = 250e-6;
+};
+inline double llama_cpp_pipeline_share(double tokens, const ServingEngine& e) {
+  const double D = double(e.devices), ub = double(std::max<std::int64_t>(e.ubatch, 1));
+  if (e.devices <= 1 || e.row_split || e.offload.any()) return 1.0;
+  const double per_batch = std::ceil(std::min(double(LlamaCppProfile::n_batch), tokens) / ub);
+  const double batches = std::ceil(std::max(tokens, 1.0) / double(LlamaCppProfile::n_batch));
+  const double last = std::ceil((std::max(tokens, 1.0) - (batches - 1) * double(LlamaCppProfile::n_batch)) / ub);
+  const double ubatches = (batches - 1) * per_batch + last;
+  const double stages = (batches - 1) * (per_batch + D - 1) + (last + D - 1);
+  return stages / D / ubatches;
+}
 
 
 // A kernel costs GPU time beyond its bytes and FLOPs: its launch latency, its ramp and its tail, a fixed number of
@@ -587,7 +617,12 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   w.layers = double(s.layers);
   w.routed_n2 = 2.0 * 3.0 * double(s.hidden) * double(s.moe.intermediate) * double(s.moe.experts_per_token) *
                 double(s.moe_layer_count());  // gate, up and down of each routed expert
-  const double b = double(batch), p = double(prompt), rate = double(tp) * *peak * e.compute;
+  // llama.cpp: its layer split reads every byte at one GPU's bandwidth and rate in turn (LlamaCppSplit); its row
+  // split cuts each GPU's share of the matrices. The weights it is given are the whole model's.
+  const bool llama = llama_cpp_engine(engine.profile);
+  const std::int64_t par = llama ? (engine.row_split ? engine.devices : 1) : tp;
+  if (llama) weight_bytes /= double(par);
+  const double b = double(batch), p = double(prompt), rate = double(par) * *peak * e.compute;
   const double bandwidth = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
   const double host = host_forward_seconds(s, engine.profile);
   // HF eager: its unfused ops beside the GEMMs (eager_forward_seconds), in the activation dtype.
@@ -605,7 +640,8 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
               std::max(prefill_flops / rate, weight_bytes_read(s, shares, weight_bytes, b * p) / bandwidth);
   else if (llama_cpp_engine(engine.profile))
     prefill = llama_cpp_prompt_seconds(s, d, f, engine, w, b, p, kv_bytes_per_token,
-                                       weight_bytes_read(s, shares, weight_bytes, 1.0), bandwidth, cost);
+                                       weight_bytes_read(s, shares, weight_bytes, 1.0), bandwidth, cost) *
+              llama_cpp_pipeline_share(b * p, engine);
   t.prefill = Seconds(prefill);
   t.prefill_tokens_per_s = b * p / t.prefill.in(unit::seconds);
   t.decode_weight_bytes = eager && batched_mm_decode(s, f) ? batched_mm_decode_bytes(s, shares, weight_bytes, b)
@@ -620,7 +656,8 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
   const double gemm_flops = decode_gemm_flops(s, d, decode_gemm_kernel(engine.profile, f, d), w.n2, b, e.compute);
   const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
-  const double overhead = cost.host + cost.decode_kernels + cost.collectives;
+  const double handovers = llama && !engine.row_split ? double(engine.devices - 1) * LlamaCppSplit::boundary_seconds : 0.0;
+  const double overhead = cost.host + cost.decode_kernels + cost.collectives + handovers;
   t.decode_compute_bound = flop_time > mem_time && flop_time >= host;
   t.decode_host_bound = host > std::max(mem_time, flop_time);
   t.decode_overhead_bound = overhead > std::max({mem_time, flop_time, host});

@@ -14,7 +14,8 @@ release or build), and every logged number it models is compared:
   sglang kv_tokens ("KV Cache is allocated. #tokens"), k_size_gib ("K size")
   llama_cpp  model_buffer_mib ("CUDA0 model buffer size"), host_model_buffer_mib ("CPU_Mapped model buffer size"),
          kv_buffer_mib ("CUDA0 KV buffer size"), compute_buffer_mib ("CUDA0 compute buffer size"); on Metal the
-         KV and compute buffers (its Metal_Mapped model buffer is a span of the file, kept unscored)
+         KV and compute buffers (its Metal_Mapped model buffer is a span of the file, kept unscored); over several
+         GPUs (settings.devices) each one's: cuda<i>_model_buffer_mib, cuda<i>_kv_buffer_mib, cuda<i>_compute_buffer_mib
   ollama the same buffers, printed by the llama.cpp runner Ollama starts (num_ctx and OLLAMA_NUM_PARALLEL given)
 
 Error = predicted / logged − 1. Limits (issue #14): weights median ≤ 2 %; KV tokens and concurrency median ≤ 5 %,
@@ -146,6 +147,8 @@ def llama_cpp_command(binary, c):
                                       "--n-gpu-layers", str(s["n_gpu_layers"]), "--format", "json"]
     if GGML_KV.get(s.get("type_k", "f16")):
         args += ["--kv-dtype", GGML_KV[s["type_k"]]]
+    if s.get("devices", 1) > 1:  # several GPUs: -sm (layer by default) over them
+        args += ["--tp", str(s["devices"]), "--split-mode", s.get("split_mode", "layer")]
     return args
 
 
@@ -167,7 +170,10 @@ def llama_cpp_predicted(r):
             "kv_buffer_mib": comp["kv_cache"] / MIB,
             "compute_buffer_mib": comp["activations"] / MIB,
             # llama.cpp's "KV self size": every layer's cells, on the GPUs and the host together.
-            "kv_self_mib": kv_self_bytes(r) / MIB}
+            "kv_self_mib": kv_self_bytes(r) / MIB,
+            # Several GPUs: each one's buffers ("CUDA1 buffer size", "CUDA1 KV buffer size", ...).
+            **{f"cuda{i}_{k}_buffer_mib": d[f"{k}_buffer_bytes"] / MIB
+               for i, d in enumerate(sv.get("devices") or []) for k in ("model", "kv", "compute")}}
 
 
 def kv_self_bytes(r):
@@ -175,7 +181,8 @@ def kv_self_bytes(r):
     # the host: every layer's full context (none of these partly offloaded cases has a sliding window).
     on_gpu = (r["serving"] or {}).get("gpu_layers")
     if on_gpu is not None and on_gpu >= r["model"]["num_layers"]:
-        return r["memory"]["components"]["kv_cache"]
+        devices = (r["serving"] or {}).get("devices") or []  # several GPUs: each holds its layers' KV
+        return sum(d["kv_buffer_bytes"] for d in devices) if devices else r["memory"]["components"]["kv_cache"]
     return r["memory"]["kv_cache_bytes_per_token"] * r["workload"]["context_tokens"]
 
 
@@ -185,7 +192,8 @@ GROUP = {"weights_gib": "weights", "kv_tokens": "kv capacity", "max_concurrency"
          "kv_cache_gib": "kv pool", "activation_gib": "activation", "non_torch_gib": "non-torch",
          "model_buffer_mib": "llama.cpp buffers", "host_model_buffer_mib": "llama.cpp buffers",
          "kv_buffer_mib": "llama.cpp buffers", "compute_buffer_mib": "llama.cpp buffers",
-         "kv_self_mib": "llama.cpp buffers"}
+         "kv_self_mib": "llama.cpp buffers",
+         **{f"cuda{i}_{k}_buffer_mib": "llama.cpp buffers per GPU" for i in range(16) for k in ("model", "kv", "compute")}}
 
 
 def score(binary, data):
@@ -456,7 +464,8 @@ def collected_markdown(cases, rows, unrun):
 # Ratchets on the collected start-ups (issue #42 item 8): ENGINE/SPLIT/WHAT/FROM:MEDIAN/WORST, WHAT "kv" (pool, tokens,
 # concurrency), "weights" or "buffers" (llama.cpp's and Ollama's model, KV and compute buffers), FROM a release (the
 # cases logged at or after it) or "all", limits in percent.
-WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}, "buffers": {"llama.cpp buffers"}}
+WHAT = {"kv": {"kv pool", "kv capacity"}, "weights": {"weights"}, "buffers": {"llama.cpp buffers"},
+        "gpus": {"llama.cpp buffers per GPU"}}
 
 
 def release_key(v):
@@ -467,9 +476,9 @@ def collected_limits(rows, specs):
     """One line per limit; False when a figure is over its limit or the spec is malformed."""
     ok = True
     for spec in specs:
-        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights|buffers)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
+        m = re.fullmatch(r"(\w+)/(fit|heldout)/(kv|weights|buffers|gpus)/(all|[\d.]+):([\d.]+)/([\d.]+)", spec)
         if not m:
-            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights|buffers/FROM:MEDIAN/WORST)", file=sys.stderr)
+            print(f"score_engines: bad --limit {spec!r} (ENGINE/SPLIT/kv|weights|buffers|gpus/FROM:MEDIAN/WORST)", file=sys.stderr)
             return False
         engine, split, what, since, med_max, worst_max = m.groups()
         errs = [abs(r["error"]) * 100 for r in rows
@@ -522,7 +531,7 @@ def main():
     ap.add_argument("--collected", action="store_true",
                     help="score the collected start-ups as a report (exit 0 unless a --limit is over)")
     ap.add_argument("--limit", action="append", default=[],
-                    help="with --collected: ENGINE/SPLIT/kv|weights|buffers/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
+                    help="with --collected: ENGINE/SPLIT/kv|weights|buffers|gpus/FROM:MEDIAN/WORST, e.g. vllm/fit/kv/0.10:1/10")
     a = ap.parse_args()
     if a.collected:
         return main_collected(a)

@@ -167,8 +167,16 @@ inline bool llama_flag(Import& im, Argv& args, const Argv::Token& t, LlamaCache&
     (f == "--cache-type-k" ? c.k_src : c.v_src) = src;
     return true;
   }
-  static constexpr std::array<std::string_view, 6> unmodelled{
-      "-sm", "--split-mode", "-ts", "--tensor-split", "-md", "--model-draft"};
+  // -sm / -ts: the split over the GPUs --tp counts (the command does not say how many CUDA_VISIBLE_DEVICES holds).
+  if (f == "-sm" || f == "--split-mode") {
+    im.set("--split-mode", args.value(t, src), src);
+    return true;
+  }
+  if (f == "-ts" || f == "--tensor-split") {
+    im.set("--tensor-split", args.value(t, src), src);
+    return true;
+  }
+  static constexpr std::array<std::string_view, 2> unmodelled{"-md", "--model-draft"};
   for (auto u : unmodelled)
     if (f == u) {
       args.value(t, src);

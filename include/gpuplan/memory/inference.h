@@ -125,6 +125,7 @@ struct ServingDetails {
   std::optional<LlamaCppPlacement> placement;   // llama.cpp: where each layer's weights are
   std::optional<Bytes> host_dense_weights;      // llama.cpp: host weights read whole (layers, output; no embedding)
   std::optional<Bytes> host_expert_weights;     // llama.cpp: routed experts in host memory
+  std::vector<LlamaCppDeviceBuffers> devices;   // llama.cpp: each GPU's model, KV and compute buffers (--tp GPUs)
   std::string engine_version;                   // the release followed (llama.cpp: its build)
   std::vector<std::pair<std::string, double>> implied_defaults;  // engine settings not given, as the release sets them
 };
@@ -1064,32 +1065,63 @@ inline InferenceEstimate sglang_estimate(InferenceEstimate est, const ModelSpec&
   return est;
 }
 
-// llama.cpp's buffers (memory/llama_cpp.h) for a placement: on the GPU its layers' weights but the routed experts
-// overridden to host memory, their KV and the compute buffer; in host memory the rest, token embeddings always.
+// llama.cpp's buffers (memory/llama_cpp.h) for a placement: on the GPUs their layers' weights but the routed
+// experts overridden to host memory, their KV and a compute buffer each; in host memory the rest, token embeddings
+// always. Several GPUs (--tp) split the layers (or, -sm row, the matrices' rows) as llama_cpp_layer_devices says.
 struct LlamaCppBuffers {
-  double gpu_weights = 0, host_weights = 0, gpu_kv = 0, host_kv = 0, compute = 0;
+  double host_weights = 0, host_kv = 0;
   double host_experts = 0;  // of host_weights, routed experts (the rest: the embedding, dense weights, the output)
-  double row_padding = 0;   // of gpu_weights, what ggml-cuda adds to quantized tensors (LlamaCppRowPadding)
-  double gpu() const { return gpu_weights + gpu_kv + compute; }
+  double row_padding = 0;   // of the GPUs' weights, what ggml-cuda adds to quantized tensors (LlamaCppRowPadding)
+  std::vector<LlamaCppDeviceBuffers> devices{1};
+  // The fullest GPU, whose memory decides whether the setup fits.
+  const LlamaCppDeviceBuffers& fullest() const {
+    return *std::max_element(devices.begin(), devices.end(),
+                             [](const auto& a, const auto& b) { return a.total() < b.total(); });
+  }
+  double gpu() const { return fullest().total(); }
 };
+
+inline std::int64_t llama_cpp_devices(const InferenceWorkload& w) {
+  return w.llama_cpp.split_mode == LlamaCppSplitMode::none ? 1 : w.tp;
+}
+
+// A device's compute buffer: the attention phase of its layers, the logits where the output layer runs (the device
+// of the output layer, or the first GPU running a host-resident output's matmul), and with pipeline parallelism
+// sched_copies copies of its split's inputs, the f32 hidden state and the f32 KQ mask, held beside the graph (the
+// mask once already counted in the attention phase). XiongjieDai's ./main start-ups of Llama 3 8B at n_ctx 8192
+// (b2824–b2843): CUDA0 560.00 MiB on one GPU, 640.01 on each of 2, 4, 6 or 8 (4 × (8 + 16) − 16 = 80 MiB more);
+// Command-R 35B at 4096 over an RTX 4070 Ti and a 3090 Ti (llama.cpp PR #6122, Wuzzooy): 672.01 MiB, 584 + 88.
+inline double llama_cpp_device_compute(const ModelSpec& s, const LlamaCppSettings& k, double cells, double host_output,
+                                       bool layers_here, bool output_here, bool pipelined) {
+  const double ub = double(k.n_ubatch), n = double(LlamaCppProfile::sched_copies);
+  const double copies = pipelined ? (n * (double(s.hidden) + cells) - cells) * ub * 4.0 : 0.0;
+  return llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, layers_here, output_here) + copies;
+}
 
 inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWorkload& w, const InferenceTensors& t,
                                          WeightFormat f, const LlamaCppPlacement& p) {
   const LlamaCppSettings& k = w.llama_cpp;
   const WeightBytes& wb = t.wb;
-  const std::int64_t L = s.layers;
-  const std::int64_t first_gpu = std::max<std::int64_t>(L - p.gpu_layers, 0);
-  const bool output_on_gpu = p.gpu_layers > L;
+  const std::int64_t L = s.layers, D = llama_cpp_devices(w);
+  const std::vector<double> points = llama_cpp_split_points(k.tensor_split, D);
+  const std::vector<int> dev = llama_cpp_layer_devices(L, p.gpu_layers, points);
+  const bool row = k.split_mode == LlamaCppSplitMode::row && D > 1;
   const auto n_ctx = static_cast<std::int64_t>(t.len);
   const bool iswa = llama_cpp_iswa(s);
   LlamaCppBuffers b;
+  b.devices.assign(static_cast<std::size_t>(D), {});
+  // A layer's weights on its device, or (-sm row) cut over every device in the split shares.
+  auto place = [&](int d, double bytes) {
+    if (!row) return void(b.devices[static_cast<std::size_t>(d)].weights += bytes);
+    for (std::size_t i = 0; i < b.devices.size(); ++i) b.devices[i].weights += bytes * (points[i] - (i ? points[i - 1] : 0.0));
+  };
   b.host_weights = wb.embedding.in(unit::bytes);
   for (std::int64_t l = 0; l < L; ++l) {
     const auto i = static_cast<std::size_t>(l);
     const double layer = wb.per_layer[i].in(unit::bytes);
     const double kv = s.is_linear_layer(l) ? double(k.n_parallel) * t.state_layer
                                            : llama_cpp_cells(s, iswa, l, n_ctx, k.n_parallel, k.n_ubatch, k.flash_attn, k.swa_memory) * t.kv_tok[i];
-    if (l < first_gpu) {
+    if (dev[i] < 0) {
       // A layer left on the CPU is computed there: per token it reads its attention and shared weights whole and
       // only the routed experts the batch picks.
       b.host_weights += layer;
@@ -1099,25 +1131,33 @@ inline LlamaCppBuffers llama_cpp_buffers(const ModelSpec& s, const InferenceWork
     }
     const double host_experts = i < p.host_expert_share.size() ? p.host_expert_share[i] * wb.per_layer_experts[i].in(unit::bytes) : 0.0;
     const double padding = i < t.row_padding.per_layer.size() ? t.row_padding.per_layer[i] : 0.0;
-    b.gpu_weights += layer - host_experts + padding;
+    place(dev[i], layer - host_experts + padding);
     b.row_padding += padding;
     b.host_weights += host_experts;
     b.host_experts += host_experts;
-    b.gpu_kv += kv;
+    b.devices[static_cast<std::size_t>(dev[i])].kv += kv;
   }
-  (output_on_gpu ? b.gpu_weights : b.host_weights) += wb.output.in(unit::bytes);
-  if (output_on_gpu) {
-    b.gpu_weights += t.row_padding.output;
+  const int out = dev.back();
+  if (out >= 0) {
+    place(out, wb.output.in(unit::bytes) + t.row_padding.output);
     b.row_padding += t.row_padding.output;
+  } else {
+    b.host_weights += wb.output.in(unit::bytes);
   }
   const double cells = double(llama_cpp_pad(n_ctx, LlamaCppProfile::kv_pad(k.flash_attn)));
-  // The GPU reserves its layers' attention phase and the logits (with a copy of the output matrix when it stays on
-  // the host; a tied head is the token embedding, typed by the output rules).
+  // Each GPU reserves its layers' attention phase; the logits where the output runs (with a copy of the output
+  // matrix when it stays on the host, run by the first GPU; a tied head is the token embedding, typed by the output
+  // rules). Pipeline parallelism: src/llama-context.cpp turns it on for several devices, layer mode, every layer
+  // offloaded (n_gpu_layers > n_layer), the KV on the GPUs and no tensor overrides.
   const double head_bits = bits_per_weight(f, TensorRole::output, 0, gguf_traits(s), s.hidden, w.group_size, true);
-  const double host_output = output_on_gpu ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
-  b.compute = llama_cpp_compute_bytes(s, cells, k.n_ubatch, k.flash_attn, host_output, first_gpu < L);
-  b.gpu_weights /= double(w.tp);
-  b.row_padding /= double(w.tp);
+  const double host_output = out >= 0 ? 0.0 : double(s.vocab) * double(s.hidden) * head_bits / 8.0;
+  const bool pipelined = D > 1 && !row && p.gpu_layers > L && p.host_expert_layers() == 0 && k.override_tensor.empty();
+  for (int d = 0; d < int(D); ++d) {
+    const bool layers_here = std::find(dev.begin(), dev.end() - 1, d) != dev.end() - 1;
+    const bool output_here = out >= 0 ? out == d : d == 0;
+    b.devices[static_cast<std::size_t>(d)].compute =
+        llama_cpp_device_compute(s, k, cells, host_output, layers_here, output_here, pipelined);
+  }
   return b;
 }
 
@@ -1197,6 +1237,30 @@ inline void vulkan_allocation_check(InferenceEstimate& est, const ModelSpec& s, 
       "llama.cpp fails to allocate its compute buffer; flash attention or a smaller -ub avoids it");
 }
 
+// Several GPUs: what each holds, and which one decides the fit.
+inline void llama_cpp_split_note(InferenceEstimate& est, const InferenceWorkload& w, const LlamaCppBuffers& b,
+                                 const std::string& label, bool placed_for_memory) {
+  const bool row = w.llama_cpp.split_mode == LlamaCppSplitMode::row;
+  std::string each;
+  std::size_t fullest = 0;
+  for (std::size_t d = 0; d < b.devices.size(); ++d) {
+    const LlamaCppDeviceBuffers& x = b.devices[d];
+    if (x.total() > b.devices[fullest].total()) fullest = d;
+    each += (d ? "; " : "") + label + std::to_string(d) + " model " + detail::decimal(x.weights / 1048576.0, 2) +
+            " MiB, KV " + detail::decimal(x.kv / 1048576.0, 2) + " MiB, compute " +
+            detail::decimal(x.compute / 1048576.0, 2) + " MiB";
+  }
+  est.assumptions.push_back(
+      std::string("-sm ") + (row ? "row" : "layer") + " over " + std::to_string(b.devices.size()) + " GPUs (" +
+      (w.llama_cpp.tensor_split.empty() ? "equal shares: identical GPUs' free memory" : "--tensor-split") + "): " +
+      (row ? "every layer's matrices cut by rows over the GPUs, each layer's KV on its own GPU"
+           : "whole layers per GPU, the output layer on the last, each layer's KV on its GPU") +
+      "; " + each + "; the fullest, " + label + std::to_string(fullest) + ", decides the fit" +
+      (placed_for_memory ? " (the layers placed for one GPU's free memory: llama.cpp also moves the split points, "
+                           "not modelled)"
+                         : ""));
+}
+
 // llama.cpp (memory/llama_cpp.h): the buffers its log prints per device, for the placement the flags ask for or, with
 // --fit and a device, the one llama.cpp fits to its free memory (Ollama: the layers its scheduler offloads).
 inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSpec& s, const InferenceWorkload& w,
@@ -1224,9 +1288,11 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
                                           : llama_cpp_flag_placement(s, k, ollama || row.all_layers);
   const LlamaCppBuffers b = llama_cpp_buffers(s, w, t, est.weights, p);
   MemoryComponents m;
-  m.weights = Bytes(b.gpu_weights);
-  m.kv_cache = Bytes(b.gpu_kv);
-  m.activations = Bytes(b.compute);
+  // The fullest GPU decides the fit (one GPU: its buffers).
+  const LlamaCppDeviceBuffers& full = b.fullest();
+  m.weights = Bytes(full.weights);
+  m.kv_cache = Bytes(full.kv);
+  m.activations = Bytes(full.compute);
   Moment mo{"serve", "model, KV and compute buffers", m};
   est.memory = summarize({mo}, Profile::none, LlamaCppProfile::cuda_context);
   const EngineVersion ollama_version = k.version.value_or(ollama_newest);
@@ -1238,6 +1304,7 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
   est.serving.gpu_layers = p.gpu_layers;
   est.serving.host_expert_layers = p.host_expert_layers();
   est.serving.placement = p;
+  est.serving.devices = b.devices;
   if (!k.n_gpu_layers) est.serving.implied_defaults.emplace_back("n_gpu_layers", double(p.gpu_layers));
   est.serving.implied_defaults.emplace_back("n_ubatch", double(k.n_ubatch));
   if (!ollama && !k.fit) est.serving.implied_defaults.emplace_back("fit", row.fit ? 1.0 : 0.0);
@@ -1275,6 +1342,7 @@ inline InferenceEstimate llama_cpp_estimate(InferenceEstimate est, const ModelSp
       (b.row_padding > 0 ? "; ggml-cuda pads quantized rows to 512: +" + detail::decimal(b.row_padding / 1048576.0, 2) + " MiB"
                          : "") +
       (backend == LlamaCppBackend::cuda || backend == LlamaCppBackend::rocm ? "; CUDA context ~0.35 GB" : ""));
+  if (b.devices.size() > 1) llama_cpp_split_note(est, w, b, llama_cpp_backend_label(backend), fit || scheduled);
   return est;
 }
 
@@ -1383,7 +1451,10 @@ inline InferenceEstimate estimate_inference(const ModelSpec& s, const InferenceW
     est.assumptions.push_back("weights as stored in the checkpoint (" + w.stored->label + "), read from its headers");
   // llama.cpp's cache types default to f16 (-ctk/-ctv f16) whatever the weights.
   est.kv = w.kv.value_or(llama_cpp_engine(w.profile) ? KvDtype::fp16 : default_kv_dtype(w.precision));
-  const InferenceTensors t = inference_tensors(s, w, est.weights, est.kv);
+  // llama.cpp splits layers (or rows) over its GPUs itself (llama_cpp_buffers): its tensors are the whole model's.
+  InferenceWorkload whole = w;
+  if (llama_cpp_engine(w.profile)) whole.tp = 1;
+  const InferenceTensors t = inference_tensors(s, whole, est.weights, est.kv);
   est.weight_bytes = Bytes(t.weights);
   est.context_tokens = static_cast<std::int64_t>(t.len);
   est.kv_bytes_per_token = Bytes(std::accumulate(t.kv_tok.begin(), t.kv_tok.end(), 0.0));

@@ -50,6 +50,13 @@ struct LlamaCppProfile {
   // this many tokens (ggml_backend_cuda_device_offload_op, min_batch_size), copying the weights into the compute
   // buffer.
   static constexpr std::int64_t op_offload_min_batch = 32;
+  // Several GPUs in layer mode with every layer offloaded turn on pipeline parallelism (src/llama-context.cpp:
+  // "pipeline parallelism enabled (n_copies=4)"): ggml_backend_sched keeps GGML_SCHED_MAX_COPIES copies of each
+  // split's inputs (the hidden state coming from the previous device, the KQ mask) in the device's compute buffer
+  // (ggml/src/ggml-backend.cpp ggml_backend_sched_split_graph, tensor_id_copy), so that up to that many ubatches of
+  // a batch are in flight at once, one per device.
+  static constexpr std::int64_t sched_copies = 4;
+  static constexpr std::int64_t n_batch = 2048;  // common_params.n_batch default: the ubatches one batch pipelines
 };
 
 // The ggml back end that holds llama.cpp's GPU buffers. One graph and one KV layout on all of them; the buffer types
@@ -117,6 +124,57 @@ inline LlamaCppRowPadding llama_cpp_row_padding(const ModelSpec& s, WeightFormat
   return p;
 }
 
+// How llama.cpp spreads a model over several GPUs (common/arg.cpp -sm/--split-mode, -ts/--tensor-split; the
+// assignment in src/llama-model.cpp load_tensors, read at ggml-org/llama.cpp master of 2026):
+//   layer  (the default) whole layers per GPU: the L + 1 layers (repeating, then the output layer) that -ngl puts on
+//          the GPUs are cut at the cumulative --tensor-split shares (default: each device's free memory,
+//          ggml_backend_dev_memory), layer il going to the first device whose cumulative share exceeds
+//          (il − i_gpu_start) / act_gpu_layers (std::upper_bound): the output layer lands on the last device. Each
+//          layer's KV lives on its device (src/llama-kv-cache.cpp allocates a layer's cache with dev_layer(il)). The
+//          devices run one after another (ggml_backend_sched splits the graph per device).
+//   row    each GPU's buffer list starts with ggml-cuda's split buffer type (make_gpu_buft_list): the matrices of
+//          every offloaded layer are cut by rows over all GPUs in the --tensor-split shares; the layer's other
+//          tensors and its KV stay on the layer's device as in layer mode.
+//   none   one GPU (--main-gpu): llama_prepare_model_devices keeps only that device.
+enum class LlamaCppSplitMode { layer, row, none };
+inline constexpr std::array<Spelling<LlamaCppSplitMode>, 3> llama_cpp_split_mode_names{
+    {{LlamaCppSplitMode::layer, "layer"}, {LlamaCppSplitMode::row, "row"}, {LlamaCppSplitMode::none, "none"}}};
+
+// The normalized cumulative split points of `devices` GPUs: --tensor-split's proportions, or equal shares (the free
+// memory of identical GPUs). load_tensors: "sum and normalize the splits to get the split points".
+inline std::vector<double> llama_cpp_split_points(const std::vector<double>& tensor_split, std::int64_t devices) {
+  std::vector<double> points(static_cast<std::size_t>(devices), 1.0);
+  if (!tensor_split.empty() && static_cast<std::int64_t>(tensor_split.size()) != devices)
+    throw InputError("--tensor-split: " + std::to_string(tensor_split.size()) + " proportions for " +
+                     std::to_string(devices) + " GPUs (--tp)");
+  double sum = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const double share = tensor_split.empty() ? 1.0 : tensor_split[i];
+    if (!(share >= 0)) throw InputError("--tensor-split: proportions must be 0 or more");
+    sum += share;
+    points[i] = sum;
+  }
+  if (!(sum > 0)) throw InputError("--tensor-split: at least one proportion must be positive");
+  for (double& p : points) p /= sum;
+  return points;
+}
+
+// The device of each of the L + 1 layers (the output layer last): -1 for host memory, else load_tensors'
+// get_layer_buft_list, upper_bound of (il − i_gpu_start) / act_gpu_layers in the split points, with i_gpu_start =
+// max(L − n_gpu_layers, 0) and act_gpu_layers = min(n_gpu_layers, L + 1): -ngl counts repeating layers from the last,
+// then the output layer (on a GPU only when n_gpu_layers > L), as the logs of the partly offloaded collected
+// start-ups show ("offloaded 20/33 layers": 20 repeating layers' KV on the GPU).
+inline std::vector<int> llama_cpp_layer_devices(std::int64_t layers, std::int64_t gpu_layers,
+                                                const std::vector<double>& points) {
+  const std::int64_t act = std::min(gpu_layers, layers + 1), start = std::max<std::int64_t>(layers - gpu_layers, 0);
+  std::vector<int> dev(static_cast<std::size_t>(layers + 1), -1);
+  for (std::int64_t il = start; il <= layers && il - start < act; ++il) {
+    const auto at = std::upper_bound(points.begin(), points.end(), double(il - start) / double(act));
+    dev[static_cast<std::size_t>(il)] = static_cast<int>(std::min<std::ptrdiff_t>(at - points.begin(), std::ptrdiff_t(points.size()) - 1));
+  }
+  return dev;
+}
+
 // llama.cpp flags that change memory, under its names (n_ctx is the workload's context; Ollama passes its own
 // num_gpu, num_batch, OLLAMA_NUM_PARALLEL and OLLAMA_FLASH_ATTENTION to the runner as these).
 struct LlamaCppSettings {
@@ -136,7 +194,15 @@ struct LlamaCppSettings {
   // (llama.cpp, and Ollama's NewSWACache models such as gemma3). ollama_swa_memory.
   std::int64_t swa_memory = 0;
   std::optional<LlamaCppBackend> backend;    // --backend (default by the device: AMD rocm, Apple metal, else cuda)
+  LlamaCppSplitMode split_mode = LlamaCppSplitMode::layer;  // -sm, over --tp GPUs
+  std::vector<double> tensor_split;          // -ts: proportions per GPU (default: equal, the free memory of each)
   LlamaCppBackend backend_or_default() const { return backend.value_or(LlamaCppBackend::cuda); }
+};
+
+// One GPU's buffers as llama.cpp's log prints them: "CUDA<n> model buffer size", "KV buffer size", "compute buffer size".
+struct LlamaCppDeviceBuffers {
+  double weights = 0, kv = 0, compute = 0;
+  double total() const { return weights + kv + compute; }
 };
 
 struct LlamaCppRelease {
@@ -291,9 +357,10 @@ inline std::int64_t ollama_swa_memory(const ModelSpec& s) {
 // stay in host memory (0 when the GPU holds them): for ubatches of op_offload_min_batch tokens or more the GPU still
 // runs the output matmul, on a copy of those weights (Pythia 2.8B Q4_0 at -ngl 10: 100.74 MiB of Q6_K output, the
 // 98.25 MiB of logits and a 5 MiB row = the logged 203.99 MiB, with or without flash attention).
-// `layers_here`: the GPU holds repeating layers (with -ngl 0 it only runs offloaded matmuls).
+// `layers_here`: the GPU holds repeating layers (with -ngl 0 it only runs offloaded matmuls); `output_here`: it runs
+// the output layer (over several GPUs, the last one: the others reserve their attention phase alone).
 inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int64_t ubatch, bool flash_attn,
-                                      double host_output_bytes, bool layers_here = true) {
+                                      double host_output_bytes, bool layers_here = true, bool output_here = true) {
   const double ub = double(ubatch), h = double(s.hidden);
   const double scores = flash_attn ? 0.0 : double(s.heads) * cells * ub * 4.0;
   // The KQ mask is an f32 input [n_kv, n_tokens] (src/llama-graph.cpp, llm_graph_input_attn_kv: GGML_TYPE_F32);
@@ -310,6 +377,7 @@ inline double llama_cpp_compute_bytes(const ModelSpec& s, double cells, std::int
                       LlamaCppProfile::attention_width_rows * double(q_dim) + fused_qkv;
   const double attention = layers_here ? scores + mask + rows * ub * 4.0 + per_layer_inputs : 0.0;
   const double logits = double(s.vocab) * ub * 4.0 + LlamaCppProfile::output_hidden_rows * h * ub * 4.0;
+  if (!output_here) return attention;  // another GPU of a split runs the output layer
   if (host_output_bytes <= 0) return std::max(attention, logits);
   if (ubatch < LlamaCppProfile::op_offload_min_batch) return attention;
   return std::max(attention, host_output_bytes + logits);

@@ -233,6 +233,10 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.54 * kGiB));
   CHECK(vllm_non_torch_bytes(1, GpuLink::nvswitch, vllm_release(EngineVersion{0, 18, 0})) == Approx(0.25 * kGiB));
   CHECK(vllm_non_torch_bytes(2, GpuLink::pcie, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.4 * kGiB));
+  // V0 from 0.7.0 (torch's reserved segments no longer non-torch): 0.16 GiB on one H100 (PR #12126's log); 0.6.x
+  // keeps the 0.25 default.
+  CHECK(vllm_non_torch_bytes(1, GpuLink::pcie, vllm_release(EngineVersion{0, 7, 3})) == Approx(0.16 * kGiB));
+  CHECK(vllm_non_torch_bytes(1, GpuLink::pcie, vllm_release(EngineVersion{0, 6, 5})) == Approx(0.25 * kGiB));
   CHECK(gpu_link_of("NVLink 4 (18 links)") == GpuLink::nvswitch);
   CHECK(gpu_link_of("NVLink bridge (2 GPUs)") == GpuLink::nvlink);
   CHECK(gpu_link_of("NVLink 3 (12 links)") == GpuLink::nvlink);

@@ -59,13 +59,13 @@ struct VllmRelease {
   // sweep's 0.18, every single-GPU 0.19 log). With tensor parallelism over NVSwitch of Hopper and later: 0.54–0.55 at
   // TP 2 under 0.11 (llm-d-benchmark), 2.06–2.21 at TP 2 and 4 under 0.19 (NCCL's NVLink SHARP buffers; no TP log
   // between them, so the step is taken with the single-GPU one at 0.18). Releases before 0.10 keep 0.19's figures
-  // (no V1 log of theirs prints it). Without NVSwitch see VllmProfile::non_torch_tensor_parallel.
+  // (no V1 log of theirs prints it), but V0 0.7 on one GPU: 0.16 (its row's log). Without NVSwitch see VllmProfile::non_torch_tensor_parallel.
   double non_torch_gib, non_torch_nvswitch_gib;
   const char* source;
 };
 
 // The releases whose start-up arithmetic differs. Boundaries are the first release carrying the change.
-inline constexpr std::array<VllmRelease, 12> vllm_releases{{
+inline constexpr std::array<VllmRelease, 13> vllm_releases{{
     {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, true, 0.25, 2.1,
      "vllm/worker/worker.py profile_num_available_blocks (peak = total − free after profile_run: the CUDA context "
      "charged); vllm/config.py SchedulerConfig max(max_model_len, 2048) tokens, 256 sequences"},
@@ -78,6 +78,10 @@ inline constexpr std::array<VllmRelease, 12> vllm_releases{{
     {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 2048, false, 0.25, 2.1,
      "vllm/config.py SchedulerConfig: chunked-prefill chunks of _DEFAULT_MAX_NUM_BATCHED_TOKENS (2048); "
      "vllm/utils.py memory_profiling (the start-up baseline excluded)"},
+    {{0, 7, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 2048, false, 0.16, 2.1,
+     "vllm/utils.py MemorySnapshot (PR #11809, in 0.7.0): torch's memory read as memory_reserved(), so segments the "
+     "caching allocator cannot release are no longer non-torch (0.6.5-0.6.6 counted them: PR #10511's log prints "
+     "1.79 GiB on one 80 GB GPU); PR #12126's log (0.7.0 V0, one H100): non_torch_memory takes 0.16GiB"},
     {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, true, 0.25, 2.1,
      "V1 the default (PR #13726); vllm/v1/worker/gpu_worker.py determine_available_memory (torch peak + every "
      "non-torch byte on the GPU, the CUDA context included); gpu_model_runner.py profile_run (logits of every "

@@ -233,12 +233,13 @@ inline double vllm_profile_peak(const ModelSpec& s, std::int64_t batched_tokens,
 }
 
 // The 0.2 releases with tensor parallelism: the profiling forward's all-reduced activations held by the caching
-// allocator until the step ends. vLLM 0.2.x all-reduces in place (torch.distributed.all_reduce in
-// vllm/model_executor/parallel_utils/communication_op.py) the [tokens, hidden] output of every row-parallel layer
-// (attention's o_proj and the MLP's down_proj: 2 per layer) and of the vocab-parallel embedding (1). PyTorch's
-// ProcessGroupNCCL record_stream()s each on NCCL's stream, so a freed block is reused only once an event on that
-// stream has completed; the CPU issues the forward ahead of the GPU, so none is reused within the step (issue #2150,
-// from PR #2031's review: "when using TP, the activation memory for all reduce is not reused", Llama-70B at TP 8).
+// allocator until the step ends. vLLM 0.2.x all-reduces in place (tensor_model_parallel_all_reduce, a
+// torch.distributed.all_reduce, in vllm/model_executor/parallel_utils/) the [tokens, hidden] output of every
+// row-parallel layer (attention's o_proj and the MLP's down_proj: 2 per layer) and of the vocab-parallel embedding
+// (1). PyTorch's ProcessGroupNCCL record_stream()s each on NCCL's stream, so a freed block is reused only once an
+// event on that stream has completed; with the CPU issuing the forward ahead of the GPU, none is taken as reused
+// within the step (issue #2150, from PR #2031's review: "when using TP, the activation memory for all reduce is not
+// reused", Llama-70B at TP 8).
 // PR #2031 sized the pool from total − free after profile_run, so these reserved blocks shrink the pool; PR #2151
 // set TORCH_NCCL_AVOID_RECORD_STREAMS=1 (effective with torch 2.1.2), in vLLM from 0.2.7 (issue #2248: "already set
 // in vLLM-v0.2.7"). Reuse by a GPU that keeps pace with the CPU would make this smaller; allocator fragmentation

@@ -282,6 +282,10 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   CHECK(vllm_non_torch_bytes(2, GpuLink::nvswitch, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.54 * kGiB));
   CHECK(vllm_non_torch_bytes(1, GpuLink::nvswitch, vllm_release(EngineVersion{0, 18, 0})) == Approx(0.25 * kGiB));
   CHECK(vllm_non_torch_bytes(2, GpuLink::pcie, vllm_release(EngineVersion{0, 11, 0})) == Approx(0.4 * kGiB));
+  // V0 from 0.7.0 (torch's reserved segments no longer non-torch): 0.16 GiB on one H100 (PR #12126's log); 0.6.x
+  // keeps the 0.25 default.
+  CHECK(vllm_non_torch_bytes(1, GpuLink::pcie, vllm_release(EngineVersion{0, 7, 3})) == Approx(0.16 * kGiB));
+  CHECK(vllm_non_torch_bytes(1, GpuLink::pcie, vllm_release(EngineVersion{0, 6, 5})) == Approx(0.25 * kGiB));
   CHECK(gpu_link_of("NVLink 4 (18 links)") == GpuLink::nvswitch);
   CHECK(gpu_link_of("NVLink bridge (2 GPUs)") == GpuLink::nvlink);
   CHECK(gpu_link_of("NVLink 3 (12 links)") == GpuLink::nvlink);
@@ -302,6 +306,30 @@ TEST_CASE("vLLM: the sampler warm-up, non-torch memory and accounting by release
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 5, 4}), 131'072).max_num_batched_tokens == 512);
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 3, 3}), 131'072).max_num_batched_tokens == 131'072);
   CHECK(vllm_batch_defaults(Bytes(kH100CudaTotal), false, vllm_release(EngineVersion{0, 6, 3}), 1024).max_num_seqs == 256);
+}
+
+TEST_CASE("vLLM 0.2 with TP: the profiling step's all-reduced activations are held to its end", "[engines][vllm]") {
+  // Llama 2 70B, 4096 profiled tokens in fp16: 2 × 80 row-parallel outputs + the embedding's = 161 all-reduces of
+  // 4096 × 8192 × 2 B (64 MiB) = 10,804,527,104 B (10.06 GiB) on every rank, which PR #2031's total − free profiling
+  // charged to the budget until TORCH_NCCL_AVOID_RECORD_STREAMS (0.2.7).
+  const ModelSpec s = find_preset("llama-2-70b").spec;
+  CHECK(vllm_pending_allreduce_bytes(s, 4096, 2, 4, EngineVersion{0, 2, 4}) == 10'804'527'104.0);
+  CHECK(vllm_pending_allreduce_bytes(s, 4096, 2, 1, EngineVersion{0, 2, 4}) == 0.0);   // no all-reduce on one GPU
+  CHECK(vllm_pending_allreduce_bytes(s, 4096, 2, 4, EngineVersion{0, 2, 7}) == 0.0);   // record_stream avoided
+  // The pool shrinks by exactly that: 10.06 GiB over blocks of 80 layers × 2 × 2 KV heads × 128 × 2 B × 16 tokens
+  // (1.25 MiB): 8,243 fewer blocks than 0.2.7's with the same profiling step otherwise.
+  InferenceWorkload w;
+  w.profile = Profile::vllm;
+  w.device_memory = Bytes(80.0 * kGiB);
+  w.cuda_total = Bytes(79.35 * kGiB);
+  w.context = 4096;
+  w.tp = 4;
+  w.vllm.version = EngineVersion{0, 2, 4};
+  const auto e4 = estimate_inference_memory(s, w);
+  w.vllm.version = EngineVersion{0, 2, 7};
+  const auto e7 = estimate_inference_memory(s, w);
+  CHECK(e7.serving.kv_pool->in(unit::bytes) - e4.serving.kv_pool->in(unit::bytes) == Approx(10'804'527'104.0));
+  CHECK(*e7.serving.kv_blocks - *e4.serving.kv_blocks == Approx(8243).margin(1));
 }
 
 TEST_CASE("SGLang and Ollama defaults by release", "[engines][sglang]") {

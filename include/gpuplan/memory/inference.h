@@ -886,8 +886,9 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
   const double weights = t.weights + engine_rotary_cache_bytes(s, t.c) + padding + unused;
   const bool moe_cache_kept = !(mxfp4_padded && w.mxfp4_kernel != Mxfp4Backend::marlin);
   const VllmEncoderProfile enc = vllm_encoder_profile(w.vision, batched, t.c, w.tp, r);
+  const double held = vllm_pending_allreduce_bytes(s, batched, t.c, w.tp, version);  // before 0.2.7, with TP
   const double peak = std::max(enc.peak, enc.kept + vllm_profile_peak(s, batched, seqs, t.c, w.tp, r,
-                                                                      v.enable_expert_parallel, moe_cache_kept));
+                                                                      v.enable_expert_parallel, moe_cache_kept)) + held;
   // Before 0.4.1 and in early V1 every non-torch byte on the GPU was charged to the budget, the CUDA context too.
   const double non_torch = vllm_non_torch_bytes(w.tp, w.link, r) +
                            (r.charges_context ? VllmProfile::cuda_context.in(unit::bytes) : 0.0);
@@ -968,6 +969,8 @@ inline InferenceEstimate vllm_estimate(InferenceEstimate est, const ModelSpec& s
                                           w.mxfp4_kernel == Mxfp4Backend::triton ? "Triton" : "FlashInfer") +
                               " MoE kernel: +" + fixed(padding / gib, 2) + " GiB per GPU" +
                               (w.mxfp4_kernel == Mxfp4Backend::triton ? " (its swizzled copy of the scales and fp32 biases included)" : ""));
+  if (held > 0) est.assumptions.push_back("profiling peak + " + fixed(held / gib, 2) + " GiB: all-reduced activations "
+                                          "NCCL's record_stream kept from reuse (TORCH_NCCL_AVOID_RECORD_STREAMS from 0.2.7)");
   if (v.enable_expert_parallel) est.assumptions.push_back("--enable-expert-parallel: each rank's experts whole, not sliced over tp");
   if (!total) est.assumptions.push_back("no --gpu: memory the batch needs, not vLLM's pre-allocated pool");
   if (!w.context)

@@ -62,13 +62,13 @@ struct VllmRelease {
   // sweep's 0.18, every single-GPU 0.19 log). With tensor parallelism over NVSwitch of Hopper and later: 0.54–0.55 at
   // TP 2 under 0.11 (llm-d-benchmark), 2.06–2.21 at TP 2 and 4 under 0.19 (NCCL's NVLink SHARP buffers; no TP log
   // between them, so the step is taken with the single-GPU one at 0.18). Releases before 0.10 keep 0.19's figures
-  // (no V1 log of theirs prints it). Without NVSwitch see VllmProfile::non_torch_tensor_parallel.
+  // (no V1 log of theirs prints it), but V0 0.7 on one GPU: 0.16 (its row's log). Without NVSwitch see VllmProfile::non_torch_tensor_parallel.
   double non_torch_gib, non_torch_nvswitch_gib;
   const char* source;
 };
 
 // The releases whose start-up arithmetic differs. Boundaries are the first release carrying the change.
-inline constexpr std::array<VllmRelease, 12> vllm_releases{{
+inline constexpr std::array<VllmRelease, 13> vllm_releases{{
     {{0, 2, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, true, 0.25, 2.1,
      "vllm/worker/worker.py profile_num_available_blocks (peak = total − free after profile_run: the CUDA context "
      "charged); vllm/config.py SchedulerConfig max(max_model_len, 2048) tokens, 256 sequences"},
@@ -81,6 +81,10 @@ inline constexpr std::array<VllmRelease, 12> vllm_releases{{
     {{0, 6, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 2048, false, 0.25, 2.1,
      "vllm/config.py SchedulerConfig: chunked-prefill chunks of _DEFAULT_MAX_NUM_BATCHED_TOKENS (2048); "
      "vllm/utils.py memory_profiling (the start-up baseline excluded)"},
+    {{0, 7, 0}, "V0", VllmEngine::v0, VllmSampler::torch_sort, VllmModelRunner::v1, false, 2048, false, 0.16, 2.1,
+     "vllm/utils.py MemorySnapshot (PR #11809, in 0.7.0): torch's memory read as memory_reserved(), so segments the "
+     "caching allocator cannot release are no longer non-torch (0.6.5-0.6.6 counted them: PR #10511's log prints "
+     "1.79 GiB on one 80 GB GPU); PR #12126's log (0.7.0 V0, one H100): non_torch_memory takes 0.16GiB"},
     {{0, 8, 0}, "early V1", VllmEngine::v1_early, VllmSampler::torch_sort, VllmModelRunner::v1, false, 0, true, 0.25, 2.1,
      "V1 the default (PR #13726); vllm/v1/worker/gpu_worker.py determine_available_memory (torch peak + every "
      "non-torch byte on the GPU, the CUDA context included); gpu_model_runner.py profile_run (logits of every "
@@ -268,6 +272,25 @@ inline VllmEncoderProfile vllm_encoder_profile(const VisionEncoderShape& e, std:
   const double step = std::max({9.0 * h, 3.0 * h + 10.0 * h / t, 3.0 * h + 2.0 * i / t});
   const double outputs = items * item_tokens * double(e.out_hidden * (1 + e.deepstack));
   return {patches * c * (pixels + step), c * (patches * pixels + outputs)};
+}
+
+// The 0.2 releases with tensor parallelism: the profiling forward's all-reduced activations held by the caching
+// allocator until the step ends. vLLM 0.2.x all-reduces in place (tensor_model_parallel_all_reduce, a
+// torch.distributed.all_reduce, in vllm/model_executor/parallel_utils/) the [tokens, hidden] output of every
+// row-parallel layer (attention's o_proj and the MLP's down_proj: 2 per layer) and of the vocab-parallel embedding
+// (1). PyTorch's ProcessGroupNCCL record_stream()s each on NCCL's stream, so a freed block is reused only once an
+// event on that stream has completed; with the CPU issuing the forward ahead of the GPU, none is taken as reused
+// within the step (issue #2150, from PR #2031's review: "when using TP, the activation memory for all reduce is not
+// reused", Llama-70B at TP 8).
+// PR #2031 sized the pool from total − free after profile_run, so these reserved blocks shrink the pool; PR #2151
+// set TORCH_NCCL_AVOID_RECORD_STREAMS=1 (effective with torch 2.1.2), in vLLM from 0.2.7 (issue #2248: "already set
+// in vLLM-v0.2.7"). Reuse by a GPU that keeps pace with the CPU would make this smaller; allocator fragmentation
+// around the held blocks, larger.
+inline constexpr EngineVersion vllm_nccl_avoids_record_streams{0, 2, 7};
+inline double vllm_pending_allreduce_bytes(const ModelSpec& s, std::int64_t batched_tokens, double c, std::int64_t tp,
+                                           EngineVersion v) {
+  if (tp == 1 || v >= vllm_nccl_avoids_record_streams) return 0.0;
+  return double(2 * s.layers + 1) * double(batched_tokens) * double(s.hidden) * c;
 }
 
 inline double vllm_non_torch_bytes(std::int64_t tp, GpuLink link = GpuLink::nvswitch,

@@ -50,6 +50,10 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
         ("measured_g6.jsonl", "Held-out generation and training, fixed before #45's model and measured after it (one H200, "
                               "plan tools/measure/plan_g6.json, 2026-11-29): Granite MoE, Mixtral, Qwen3-30B-A3B, "
                               "DeepSeek-V3 and GLM-4.5 shapes, dense 1–24B; Gemma 2 2B at 4 × 4,096 ran out of memory"),
+        ("measured_g7.jsonl", "Held-out generation fixed before the #43/#45 session of 2026-11-29 modelled speed, measured "
+                              "before its merges and scored after them (one H200, plan tools/measure/plan_g7.json): "
+                              "dense 0.6–14B, Gemma 2, Phi-3, Qwen3-MoE, Granite MoE, GLM-4.5, DeepSeek-V3, "
+                              "Qwen3-30B-A3B, Mixtral shapes and gpt-oss (eager attention) at batch 2–64"),
         ("measured_s1.jsonl", "Re-measurement of the shared set's two worst generations (one H200, plan "
                               "tools/measure/plan_s1.json, 2026-11-29): the same workloads reserved 0.35 GiB less (GPT-2 "
                               "fp16) and 0.33 GiB more (Qwen2.5-0.5B) than in the shared run, with a 0.09 GiB smaller "

@@ -14,6 +14,7 @@ SOURCES = [("--measured", "tests/data/calibration/measured_g2.jsonl"),
            ("--measured", "tests/data/calibration/measured_g4.jsonl"),
            ("--measured", "tests/data/calibration/measured_g5.jsonl"),
            ("--measured", "tests/data/calibration/measured_g6.jsonl"),
+           ("--measured", "tests/data/calibration/measured_g7.jsonl"),
            ("--published", "tests/data/throughput/published.jsonl")]
 
 

@@ -1,6 +1,8 @@
 // llama.cpp over several GPUs (-sm layer / row, -ts): which GPU holds each layer, each GPU's buffers, and the speed
 // of GPUs that run one after another, all by hand.
 #include <catch2/catch.hpp>
+
+#include "../test_support.h"
 #include <gpuplan/builtin.h>
 #include <gpuplan/memory/inference.h>
 #include <gpuplan/throughput.h>
@@ -8,7 +10,7 @@
 using namespace gpuplan;
 
 namespace {
-constexpr double kMiB = 1048576.0;
+using gpuplan::test::kMiB;
 InferenceWorkload llama_cpp_over(std::int64_t gpus, std::int64_t n_ctx) {
   InferenceWorkload w;
   w.profile = Profile::llama_cpp;

@@ -1,5 +1,7 @@
 // llama.cpp's buffers by hand, and against the numbers its start-up log printed.
 #include <catch2/catch.hpp>
+
+#include "../test_support.h"
 #include <fstream>
 #include <gpuplan/model_hf.h>
 #include <gpuplan/memory/inference.h>
@@ -9,7 +11,7 @@
 using namespace gpuplan;
 
 namespace {
-constexpr double kMiB = 1048576.0;
+using gpuplan::test::kMiB;
 InferenceWorkload llama_cpp(std::int64_t n_ctx) {
   InferenceWorkload w;
   w.profile = Profile::llama_cpp;

@@ -54,6 +54,8 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "before its merges and scored after them (one H200, plan tools/measure/plan_g7.json): "
                               "dense 0.6–14B, Gemma 2, Phi-3, Qwen3-MoE, Granite MoE, GLM-4.5, DeepSeek-V3, "
                               "Qwen3-30B-A3B, Mixtral shapes and gpt-oss (eager attention) at batch 2–64"),
+        ("measured_t2.jsonl", "OLMo 2 1B generations at batch 16 and 48 with allocator traces (one H200, plan "
+                              "tools/measure/plan_t2.json, 2026-11-29): its norms after attention and the MLP"),
         ("measured_s1.jsonl", "Re-measurement of the shared set's two worst generations (one H200, plan "
                               "tools/measure/plan_s1.json, 2026-11-29): the same workloads reserved 0.35 GiB less (GPT-2 "
                               "fp16) and 0.33 GiB more (Qwen2.5-0.5B) than in the shared run, with a 0.09 GiB smaller "

@@ -43,6 +43,8 @@ LIMITS = {
     "g5-llama32_1b-bf16-b64-p4096-n16-trace": 0.1,
     "g5-llama32_3b-bf16-b16-p8192-n16-trace": 0.1,
     "g5-llama32_3b-bf16-b1-p16384-n16-trace": 0.1,
+    "t2-olmo2_1b-bf16-b48-p1024-n32-trace": 0.1,
+    "t2-olmo2_1b-bf16-b16-p1024-n32-trace": 0.1,
 }
 
 

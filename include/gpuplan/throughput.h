@@ -237,8 +237,7 @@ inline double kernel_seconds(const Device& d, double cycles) {
 //   pair and add it: 4 hidden-wide and 6 intermediate-wide more. Llama 4 (dense routing) repeats every token to
 //   every expert (Llama4TextMoe): 6 hidden-wide and 8 intermediate-wide rows for each of tokens × experts.
 // - Eager attention (attn_implementation="eager", gpt-oss's only one: _supports_sdpa = False) materializes the
-//   scores of every head, query and key in the activation dtype: QKᵀ written, scaled, masked, the sinks concatenated,
-//   the row max and its subtraction, the softmax, read again by P·V: 13 passes over them.
+//   scores of every head, query and key (EagerScores).
 // - Gated DeltaNet's torch rule (GatedDeltaNetLoops): its loops' kernels, bytes and fp32 FLOPs.
 // - The cache (cache_utils.py DynamicLayer.update): each decode step's torch.cat reads every layer's keys and values
 //   and writes them one token longer, two passes over the cache beside the attention's read.
@@ -247,9 +246,30 @@ inline double kernel_seconds(const Device& d, double cycles) {
 struct EagerTraffic {
   static constexpr double moe_hidden_rows = 13, moe_inter_rows = 8, bias_hidden_rows = 4, bias_inter_rows = 6;
   static constexpr double dense_routing_hidden_rows = 6, dense_routing_inter_rows = 8;
-  static constexpr double score_passes = 13;
   static constexpr double cache_cat_passes = 2;
 };
+
+// What eager attention costs per score element (one head, query and key), by the kernels transformers 5.17 runs:
+// - eager_attention_forward (Llama and most models): QKᵀ written in bf16 (2 bytes), scaled (4), the mask added (4),
+//   cast to fp32 for softmax(dtype=float32) (6), the softmax (8), cast back (6), read by P·V (2): 32 bytes.
+// - gpt-oss's, with a sink logit per head: QKᵀ written (2), scaled (4), masked (4), the sink column concatenated
+//   (4), the row max (2) and its subtraction (4), a bf16 softmax (4), read by P·V through a slice (2): 26 bytes.
+// These kernels are bound by what the SMs issue, not by bandwidth: the mask is broadcast and gpt-oss's rows are one
+// column longer than the keys (odd), so the mask add, the casts, the concatenation and the softmax run
+// unvectorized with per-element index arithmetic. Measured with torch.profiler on an H200 (step_probe.py:
+// tools/measure/probes/steps_p4.jsonl, steps_p3.jsonl; fit-half cases only), the score kernels of Llama 3.2 1B
+// (batch 4, prompt 4096) and Qwen3 4B (8, 2048) took 11.9 and 11.3 ps an element, 1.7× their bytes at the H200's
+// bandwidth; gpt-oss 20B's (4 × 2048, 8 × 2048) 21.4 and 17.9 ps. The same gpt-oss prefill took 788 ms on an H100,
+// 7 % more than the H200's 737 ms with 30 % less bandwidth and the same SMs and clock: the time follows the SMs'
+// rate. Expressed in the fp32 lanes' issue slots (dense fp32 peak, 67 TFLOP/s on both): 11.6 ps × 67e12 ≈ 780 and
+// 19.65 ps × 67e12 ≈ 1,320 per element; a GPU pays the slower of that and the bytes at its bandwidth.
+struct EagerScores {
+  double bytes;     // per score element, all passes
+  double lane_ops;  // fp32 issue slots per score element, all passes
+};
+inline EagerScores eager_scores(const ModelSpec& s) {
+  return s.attn_sinks ? EagerScores{26, 1320} : EagerScores{32, 780};
+}
 struct EagerForward {
   double batch = 1, tokens = 1, context = 1;  // sequences, tokens each in this forward, keys each attends
   bool eager_attention = false;
@@ -260,7 +280,7 @@ inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const E
                                     Efficiency e) {
   const double T = x.batch * x.tokens, h = double(s.hidden), I = double(s.moe.intermediate);
   const double fp32 = d.peak.fp32.value_or(0) * e.compute;
-  double bytes = x.batch * x.cache_bytes * EagerTraffic::cache_cat_passes;
+  double bytes = x.batch * x.cache_bytes * EagerTraffic::cache_cat_passes, score_elements = 0;
   double seconds =
       host_forward_ops(s, x.tokens) * HostFloor::kernel_share * kernel_seconds(d, KernelFloor::launched_cycles);
   for (std::int64_t l = 0; l < s.layers; ++l) {
@@ -284,10 +304,13 @@ inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const E
                  kernel_seconds(d, KernelFloor::launched_cycles);
       if (fp32 > 0) seconds += heads * chunks * G::fp32_flops / fp32;
     } else if (x.eager_attention && !s.is_linear_layer(l)) {
-      bytes += x.batch * double(s.heads) * x.tokens * x.context * x.act * EagerTraffic::score_passes;
+      score_elements += x.batch * double(s.heads) * x.tokens * x.context;
     }
   }
-  return seconds + bytes / bandwidth;
+  const EagerScores sc = eager_scores(s);
+  const double score_seconds = std::max(score_elements * sc.bytes * x.act / 2.0 / bandwidth,
+                                        fp32 > 0 ? score_elements * sc.lane_ops / d.peak.fp32.value_or(0) : 0.0);
+  return seconds + bytes / bandwidth + score_seconds;
 }
 
 // HF generate's decode loop swaps grouped_mm for batched_mm (generation/utils.py _optimize_model_for_decode, since

@@ -123,6 +123,31 @@ TEST_CASE("serving_throughput: eager decode copies the cache and pays each kerne
         Approx((wbytes + 64 * 32'768 * kv) / (0.9 * 3.35e12) + vllm.decode_overhead.in(unit::seconds)));
 }
 
+TEST_CASE("eager_forward_seconds: eager attention's score passes, issue-bound on an H100, bandwidth-bound on a 4090",
+          "[throughput]") {
+  const ModelSpec& m = find_preset("llama-3.2-1b").spec;  // 16 layers of 32 heads, no sinks
+  const Device& h100 = builtin_catalog().get("h100-sxm");
+  const Device& rtx = builtin_catalog().get("rtx-4090");
+  Efficiency e;
+  // Batch 4, prompt 4096: 16 × 32 × 4 × 4096² = 3.436e10 score elements.
+  const double elements = 16.0 * 32 * 4 * 4096.0 * 4096.0;
+  const auto scores = [&](const Device& d) {
+    const double bw = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
+    return eager_forward_seconds(m, d, {4, 4096, 4096, true, 2.0}, bw, e) -
+           eager_forward_seconds(m, d, {4, 4096, 4096, false, 2.0}, bw, e);
+  };
+  // H100: 780 fp32 issue slots an element at 67 TFLOP/s (0.400 s) beat 32 bytes at 0.9 × 3.35 TB/s (0.365 s).
+  CHECK(scores(h100) == Approx(elements * 780 / 67e12));
+  // RTX 4090: 32 bytes at 0.9 × 1.008 TB/s (1.212 s) beat 780 slots at 82.6 TFLOP/s (0.324 s).
+  CHECK(scores(rtx) == Approx(elements * 32 / (0.9 * 1.008e12)));
+  // gpt-oss's sink column: 1,320 slots an element (24 layers × 64 heads, batch 1, prompt 2048: 6.44e9 elements).
+  const ModelSpec& oss = find_preset("gpt-oss-20b").spec;
+  const double bw = 3.35e12 * e.memory;
+  CHECK(eager_forward_seconds(oss, h100, {1, 2048, 2048, true, 2.0}, bw, e) -
+            eager_forward_seconds(oss, h100, {1, 2048, 2048, false, 2.0}, bw, e) ==
+        Approx(24.0 * 64 * 2048.0 * 2048.0 * 1320 / 67e12));
+}
+
 TEST_CASE("sequence_decode_context: a sequence reads its own cache, not what the engine reserves", "[throughput]") {
   // One prompt token and 2048 new under SGLang's context_length 140000: the cache averages 1 + 2048 − 1024 tokens.
   CHECK(sequence_decode_context(1, 2048, 140'000) == Approx(1025.0));

@@ -6,7 +6,8 @@ For each infer case of a plan (measure.py's format) it writes a line to $OUT/ste
 - wall times as measure.py takes them (warm, median of three generate calls: one token, then N tokens);
 - from torch.profiler over one generate of one token and one of N tokens: CUDA kernel launches, the kernels' summed
   GPU time and the host's CUDA-runtime calls, for the prefill and per decode step ((N-token run - 1-token run) / (N-1));
-- the decode step's ten costliest kernels (name, launches per step, GPU µs per step);
+- the decode step's ten costliest kernels (name, launches per step, GPU µs per step) and the prefill's twelve (name,
+  launches, GPU µs);
 - the host CPU's model name: the eager floor is the host's time per launched operator, so it depends on the machine.
 Each case runs in its own process. A decode step whose wall time is well above its kernels' GPU time is host-bound;
 wall / launches is then the host's cost per launch on that machine.
@@ -84,13 +85,16 @@ def one(case_path):
     per_step = {name: ((n - k1.get(name, (0, 0))[0]) / steps, (us - k1.get(name, (0, 0.0))[1]) / steps)
                 for name, (n, us) in kn.items()}
     top = sorted(per_step.items(), key=lambda kv: -kv[1][1])[:10]
+    prefill_top = sorted(k1.items(), key=lambda kv: -kv[1][1])[:12]
     m = {"prefill_seconds": prefill, "decode_step_seconds": (whole - prefill) / steps,
          "prefill_launches": sum(n for n, _ in k1.values()), "prefill_runtime_calls": r1,
          "prefill_gpu_seconds": sum(us for _, us in k1.values()) * 1e-6,
          "step_launches": sum(n for n, _ in per_step.values()), "step_runtime_calls": (rn - r1) / steps,
          "step_gpu_seconds": sum(us for _, us in per_step.values()) * 1e-6,
          "step_top_kernels": [{"name": name[:120], "per_step": round(n, 2), "gpu_us": round(us, 1)}
-                              for name, (n, us) in top]}
+                              for name, (n, us) in top],
+         "prefill_top_kernels": [{"name": name[:120], "launches": n, "gpu_us": round(us, 1)}
+                                 for name, (n, us) in prefill_top]}
     stack = {"gpu": torch.cuda.get_device_name(0), "cpu": cpu_model(), "torch": torch.__version__,
              "transformers": transformers.__version__, "cuda": torch.version.cuda}
     rec = {"name": case["name"], "model": case.get("model", case["name"]), "workload": w, "measured": m,

@@ -388,7 +388,7 @@ nlohmann::json infer_report(const InferOptions& o) {
                : "") +
           " (fitted on published tables: tests/data/throughput)");
     if (t.decode_host_bound) {
-      const double ops = host_forward_ops(spec, 1);
+      const double ops = host_forward_ops(spec, 1, w.hf.attention == Attention::eager);
       auto ms = [&](double op) { return detail::decimal(ops * op * 1e3, 1) + " ms"; };
       report["assumptions"].push_back(
           "decode is host-bound: HF's eager generate issues ~" + grouped(std::llround(ops)) +

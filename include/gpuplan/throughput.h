@@ -70,12 +70,20 @@ inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weigh
 // transformers' Llama decoder layer at decode: two RMSNorms (8 operators each), the q/k/v/o projections with their
 // views and transposes (10), rotary embeddings (14), the cache's two torch.cat, SDPA with its reshapes (3), the
 // MLP (5), two residual adds: 56; each further norm (Qwen3's q/k norms, Gemma's sandwich norms) 8 more; an MoE
-// block's router, top-k and dispatch ~20 beyond the MLP's. What an operator costs is the host CPU's, and hosts
+// block's router, top-k and dispatch 10 beyond the MLP's; eager attention 7 beyond SDPA's 3 (the two products, the
+// scaling, the mask's slice and add, the softmax and its cast, dropout), with gpt-oss's sinks 5 more (reshape,
+// expand, cat, the row max and its subtraction; the slice before P·V). The profiler's launch counts per decode
+// step (tools/measure/probes/steps_p1.jsonl, steps_p3.jsonl; fit-half cases) fix the MoE's 10: against the dense
+// Llama layers' 1.19 counted operators a launch, Qwen3-MoE's and GraniteMoE's steps (861 and 1,800 launches) give
+// 7.5 and 9.1 launches, 9 and 11 operators, beyond a dense MLP. What an operator costs is the host CPU's, and hosts
 // differ: the median of step / operators over the fit half's host-bound decode points (the GPU's part under half the
 // step) is 16.9 µs on the H100 host of tests/data/calibration/measured_g2, 21.0 on measured_g4's (another H100
 // host), 20.6 and 18.0 on the H200 hosts of measured_g5 and measured_g6 (3 points each); gpt-fast's eager baseline
 // on an A100 host, 25.5 tokens/s for Llama-2-7B (PyTorch blog "Accelerating Generative AI with PyTorch II: GPT,
-// Fast", 2023), 22 µs. 20 µs is their mean (19.7). Points range from 12 to 28 µs an operator, within one host too
+// Fast", 2023), 22 µs. 20 µs is their mean (19.7). With the MoE and Gated DeltaNet counts the profiler gave (2026-11,
+// below) the sets' fit-half medians are 19.9, 21.0, 20.6 and 20.1 µs (26.4 on the later measured_g7), so 20 stays.
+// The same workload's step differs by host: measured_g4's Llama-3.1-8B batch 1 took 43.9 ms on an H100 host and
+// 23.2 ms when replayed on an H200 host (steps_p1). Points range from 12 to 28 µs an operator, within one host too
 // (measured_g4's Llama-3.1-8B 32–50 ms a step, measured_g5's 12–28 µs; the held-out points, not fitted, have host
 // medians 18.3, 23.5, 13.0 and 15.1 µs): a given host can be a third faster or slower. Engines that replay CUDA
 // graphs (vLLM, SGLang, llama.cpp) pay per kernel and per step instead (EngineStep below).
@@ -83,12 +91,15 @@ struct HostFloor {
   static constexpr double eager_op_seconds = 20e-6;
   // The range those points span (said beside a host-bound step: the host, not the GPU, sets it).
   static constexpr double fastest_op_seconds = 12e-6, slowest_op_seconds = 28e-6;
-  static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 20;
+  static constexpr double layer_ops = 56, norm_ops = 8, moe_router_ops = 10;
+  static constexpr double eager_attention_ops = 7, sink_ops = 5;
   // Qwen3-Next's Gated DeltaNet without flash-linear-attention (transformers 5.17 modeling_qwen3_next.py falls back
   // to torch_chunk_gated_delta_rule and torch_recurrent_gated_delta_rule when fla is not installed, as on the
   // measured stack): counted in the code, views included as the 56 above are. Beyond the attention's 29 (q/k/v/o,
   // rotary, cache, SDPA), a layer's projections, its q/k/v/z/b/a split, the causal conv and the gated RMSNorm take
-  // ~60; the recurrent rule at decode ~55 (5 casts, 2 l2norms, one step of 22); the chunked rule at prefill ~60 to
+  // ~60; the recurrent rule at decode 36 (read as ~55 in the code: 5 casts, 2 l2norms, one step of 22; the
+  // profiler's 939 launches a Qwen3-Next step, 1,120 operators at Llama's 1.19 a launch, leave 36 for its six Gated
+  // DeltaNet layers once the MoE is counted as above: several of those ops are views); the chunked rule at prefill ~60 to
   // pad, scale and decay, then two Python loops of bare tensor ops (GatedDeltaNetLoops below), which issue faster
   // than their kernels run and are counted on the GPU's side.
   // Routers beyond a top-k softmax (the 20 above): DeepSeek-V3's and GLM-4.5's group-limited one
@@ -97,7 +108,7 @@ struct HostFloor {
   // operators beyond the 4 of a softmax top-k), and shared experts (a gated MLP and its add: 6).
   static constexpr double grouped_router_ops = 19, shared_expert_ops = 6;
   static constexpr double attention_ops = 29;
-  static constexpr double gdn_layer_ops = 60, gdn_recurrent_ops = 55, gdn_chunk_setup_ops = 60;
+  static constexpr double gdn_layer_ops = 60, gdn_recurrent_ops = 36, gdn_chunk_setup_ops = 60;
   // Of the Llama layer's 56 operators, 41 launch a kernel: the two RMSNorms (8 each), q, k and v (3), rotary (5 for
   // q, 5 for k), the two cache cats, SDPA and the copy that makes its output contiguous (2), o (1), the MLP (5) and
   // the two residual adds; the other 15 are views (view, transpose, unsqueeze, the rotate_half slices). The share is
@@ -123,10 +134,13 @@ inline bool torch_gated_deltanet(const ModelSpec& s, std::int64_t l) {
   return s.is_linear_layer(l) && s.linear.kind == LinearAttentionKind::gated_deltanet;
 }
 // Operators the host issues for one forward of `tokens` tokens per sequence (1 at decode).
-inline double host_forward_ops(const ModelSpec& s, double tokens) {
+inline double host_forward_ops(const ModelSpec& s, double tokens, bool eager_attention = false) {
   double ops = 10;  // embedding, positions, the mask, the final norm, lm_head, the sampler's argmax
+  const double attention = eager_attention ? HostFloor::eager_attention_ops + (s.attn_sinks ? HostFloor::sink_ops : 0.0)
+                                           : 0.0;
   for (std::int64_t l = 0; l < s.layers; ++l) {
     ops += HostFloor::layer_ops + HostFloor::norm_ops * (double(s.norms_per_layer - 2) + (s.qk_norm ? 2.0 : 0.0));
+    if (!s.is_linear_layer(l)) ops += attention;
     if (s.is_moe_layer(l))
       ops += HostFloor::moe_router_ops + (s.moe.router_bias ? HostFloor::grouped_router_ops : 0.0) +
              (s.moe.shared_experts > 0 ? HostFloor::shared_expert_ops : 0.0);
@@ -136,8 +150,8 @@ inline double host_forward_ops(const ModelSpec& s, double tokens) {
   }
   return ops;
 }
-inline double host_forward_seconds(const ModelSpec& s, Profile engine, double tokens = 1) {
-  return engine == Profile::pytorch ? host_forward_ops(s, tokens) * HostFloor::eager_op_seconds : 0.0;
+inline double host_forward_seconds(const ModelSpec& s, Profile engine, double tokens = 1, bool eager_attention = false) {
+  return engine == Profile::pytorch ? host_forward_ops(s, tokens, eager_attention) * HostFloor::eager_op_seconds : 0.0;
 }
 
 // The CPU's side of a llama.cpp forward whose weights are partly in host memory (memory/llama_cpp.h placement).
@@ -282,7 +296,8 @@ inline double eager_forward_seconds(const ModelSpec& s, const Device& d, const E
   const double fp32 = d.peak.fp32.value_or(0) * e.compute;
   double bytes = x.batch * x.cache_bytes * EagerTraffic::cache_cat_passes, score_elements = 0;
   double seconds =
-      host_forward_ops(s, x.tokens) * HostFloor::kernel_share * kernel_seconds(d, KernelFloor::launched_cycles);
+      host_forward_ops(s, x.tokens, x.eager_attention) * HostFloor::kernel_share *
+      kernel_seconds(d, KernelFloor::launched_cycles);
   for (std::int64_t l = 0; l < s.layers; ++l) {
     if (s.is_moe_layer(l)) {
       const double pairs = T * double(s.moe.dense_routing ? s.moe.experts : s.moe.experts_per_token);
@@ -647,7 +662,7 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   if (llama) weight_bytes /= double(par);
   const double b = double(batch), p = double(prompt), rate = double(par) * *peak * e.compute;
   const double bandwidth = d.memory_bandwidth.in(unit::bytes_per_s) * e.memory;
-  const double host = host_forward_seconds(s, engine.profile);
+  const double host = host_forward_seconds(s, engine.profile, 1, engine.eager_attention);
   // HF eager: its unfused ops beside the GEMMs (eager_forward_seconds), in the activation dtype.
   const bool eager = engine.profile == Profile::pytorch;
   const double act = f == WeightFormat::fp32 ? 4.0 : 2.0;
@@ -657,7 +672,7 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   double prefill = prefill_flops / rate;
   if (eager)
     prefill = std::max(prefill + eager_forward_seconds(s, d, {b, p, p, engine.eager_attention, act}, bandwidth, e),
-                       host_forward_seconds(s, engine.profile, p));
+                       host_forward_seconds(s, engine.profile, p, engine.eager_attention));
   if (engine.profile == Profile::vllm || engine.profile == Profile::sglang)
     prefill = cost.host + cost.prompt_kernels + cost.collectives +
               std::max(prefill_flops / rate, weight_bytes_read(s, shares, weight_bytes, b * p) / bandwidth);

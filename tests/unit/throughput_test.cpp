@@ -136,16 +136,19 @@ TEST_CASE("eager_forward_seconds: eager attention's score passes, issue-bound on
     return eager_forward_seconds(m, d, {4, 4096, 4096, true, 2.0}, bw, e) -
            eager_forward_seconds(m, d, {4, 4096, 4096, false, 2.0}, bw, e);
   };
+  // Each layer's 7 operators beyond SDPA's launch 7 × 41/56 kernels at 10,000 cycles each.
+  const double floors = 16 * 7 * 41.0 / 56 * 10'000;
   // H100: 780 fp32 issue slots an element at 67 TFLOP/s (0.400 s) beat 32 bytes at 0.9 × 3.35 TB/s (0.365 s).
-  CHECK(scores(h100) == Approx(elements * 780 / 67e12));
+  CHECK(scores(h100) == Approx(elements * 780 / 67e12 + floors / 1.98e9));
   // RTX 4090: 32 bytes at 0.9 × 1.008 TB/s (1.212 s) beat 780 slots at 82.6 TFLOP/s (0.324 s).
-  CHECK(scores(rtx) == Approx(elements * 32 / (0.9 * 1.008e12)));
-  // gpt-oss's sink column: 1,320 slots an element (24 layers × 64 heads, batch 1, prompt 2048: 6.44e9 elements).
+  CHECK(scores(rtx) == Approx(elements * 32 / (0.9 * 1.008e12) + floors / 2.52e9));
+  // gpt-oss's sink column: 1,320 slots an element (24 layers × 64 heads, batch 1, prompt 2048: 6.44e9 elements),
+  // and 12 operators a layer beyond SDPA's.
   const ModelSpec& oss = find_preset("gpt-oss-20b").spec;
   const double bw = 3.35e12 * e.memory;
   CHECK(eager_forward_seconds(oss, h100, {1, 2048, 2048, true, 2.0}, bw, e) -
             eager_forward_seconds(oss, h100, {1, 2048, 2048, false, 2.0}, bw, e) ==
-        Approx(24.0 * 64 * 2048.0 * 2048.0 * 1320 / 67e12));
+        Approx(24.0 * 64 * 2048.0 * 2048.0 * 1320 / 67e12 + 24 * 12 * 41.0 / 56 * 10'000 / 1.98e9));
 }
 
 TEST_CASE("sequence_decode_context: a sequence reads its own cache, not what the engine reserves", "[throughput]") {
@@ -306,10 +309,12 @@ TEST_CASE("serving_throughput: FP8 decode GEMMs in 64-row tiles at the FP8 rate"
 
 TEST_CASE("host_forward_ops: Gated DeltaNet layers and group-limited routers in eager generate", "[throughput]") {
   const ModelSpec& next = find_preset("qwen3-next-80b-a3b").spec;  // 48 layers, 36 Gated DeltaNet, all MoE
-  // Each layer 56 + 2 q/k norms × 8, MoE routing 20 and a shared expert 6; a Gated DeltaNet layer trades the
-  // attention's 29 for its own 60 and, at decode, the recurrent rule's 55 (the prefill's chunk loops are the GPU's).
-  const double base = 10 + 48 * (56 + 16 + 20 + 6);
-  CHECK(host_forward_ops(next, 1) == Approx(base + 36 * (60 - 29 + 55)));
+  // Each layer 56 + 2 q/k norms × 8, MoE routing 10 and a shared expert 6; a Gated DeltaNet layer trades the
+  // attention's 29 for its own 60 and, at decode, the recurrent rule's 36 (the prefill's chunk loops are the GPU's).
+  const double base = 10 + 48 * (56 + 16 + 10 + 6);
+  CHECK(host_forward_ops(next, 1) == Approx(base + 36 * (60 - 29 + 36)));
+  // Eager attention: 7 operators beyond SDPA's on each of the 12 attention layers.
+  CHECK(host_forward_ops(next, 1, true) == Approx(base + 36 * (60 - 29 + 36) + 12 * 7));
   CHECK(host_forward_ops(next, 4096) == Approx(base + 36 * (60 - 29 + 60)));
   CHECK(gdn_chunks(4096) == 64);
   CHECK(gdn_chunks(4097) == 65);

@@ -567,8 +567,8 @@ inline double moe_mmq_tile_waste(const MoeSpec& m, double ub) {
 // The tensor rate ggml's cuBLAS GEMMs (CUBLAS_COMPUTE_16F) start from: the fp16-accumulate peak where the GPU has a
 // faster one (GeForce), else the dense 16-bit peak, but no more than the catalog's measured matmul rate where it
 // has one (matmul_burst_efficiency, else matmul_efficiency): a GPU held by its power limit below the clock its
-// datasheet counts the peak at (the 350 W H100 PCIe: 65.6 % of its peak in a short bf16 burst, against 80 % on the
-// 700 W H100 SXM with the same script) does not reach the peak in any GEMM.
+// datasheet counts the peak at (the H100 PCIe, a 300–350 W board: 65.6 % of its peak in a short bf16 burst, against
+// 80 % on the 700 W H100 SXM with the same script) does not reach the peak in any GEMM.
 inline double llama_cpp_tensor_rate(const Device& d) {
   const double peak = d.fp16_accumulate.fp16.value_or(d.peak.fp16.value_or(d.peak.bf16.value_or(0)));
   const std::optional<double> measured = d.matmul_burst_efficiency ? d.matmul_burst_efficiency : d.matmul_efficiency;

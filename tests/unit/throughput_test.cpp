@@ -65,6 +65,28 @@ TEST_CASE("llama_cpp_tensor_rate: the datasheet rate, capped where the catalog m
   CHECK(llama_cpp_tensor_rate(d) == Approx(165.2e12));
 }
 
+TEST_CASE("at_power_limit: a measured power-bound matmul rate scales with the board's limit", "[throughput][llama.cpp]") {
+  const Catalog& c = builtin_catalog();
+  // H100 PCIe at 310 W of its 350 W: 0.656 · 310 / 350 = 0.58103 of the peak; llama.cpp's tensor rate with it.
+  const Device h = at_power_limit(c.get("h100-pcie"), 310);
+  REQUIRE(h.matmul_efficiency);
+  CHECK(*h.matmul_efficiency == Approx(0.656 * 310.0 / 350.0));
+  CHECK(llama_cpp_tensor_rate(h) == Approx(0.58103 * 756.5e12).epsilon(1e-4));
+  CHECK(h.peak == c.get("h100-pcie").peak);  // the datasheet stays; only the measured rate moves
+  // H100 SXM at 350 W of 700: both measured shares halve (0.683 → 0.3415, 0.803 → 0.4015).
+  const Device s = at_power_limit(c.get("h100-sxm"), 350);
+  CHECK(*s.matmul_efficiency == Approx(0.3415));
+  CHECK(*s.matmul_burst_efficiency == Approx(0.4015));
+  // At or above the TDP nothing changes; a device with no measurement is not taken as power-bound.
+  CHECK(at_power_limit(c.get("h100-pcie"), 400) == c.get("h100-pcie"));
+  CHECK(at_power_limit(c.get("rtx-3090"), 230) == c.get("rtx-3090"));
+  CHECK_THROWS_AS(at_power_limit(c.get("h100-pcie"), -5), InputError);
+  CHECK_THROWS_AS(at_power_limit(c.get("h100-pcie"), 0), InputError);
+  Device no_tdp = c.get("rtx-3090");
+  no_tdp.tdp_watts.reset();
+  CHECK_THROWS_AS(at_power_limit(no_tdp, 200), InputError);
+}
+
 TEST_CASE("serving_throughput: an H100 PCIe prompt runs at half its measured matmul rate", "[throughput][llama.cpp]") {
   // A dense 8B in F16, one ubatch of 512 tokens, flash attention off, build b2843: the GEMM part of the prefill
   // scales as 1 / rate. Against the same card without the measurement, the GEMM time grows 1 / 0.656 = 1.524×.

@@ -132,6 +132,7 @@ struct InferOptions {
   bool max_context = false;
   double mem_efficiency = 0;
   double compute_efficiency = 0;
+  double power_limit = 0;  // the GPU's board power limit in watts (nvidia-smi -pl); 0: its TDP
   double price_per_gpu_hour = 0;
   std::string provider;
   bool spot = false;

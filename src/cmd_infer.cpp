@@ -110,6 +110,9 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   mb->excludes(mc);
   cmd.add_option("--mem-efficiency", o.mem_efficiency, "Share of peak bandwidth decode reaches (default 0.70)");
   cmd.add_option("--compute-efficiency", o.compute_efficiency, "Share of peak FLOP/s prefill reaches (default 0.50)");
+  cmd.add_option("--power-limit", o.power_limit,
+                 "The GPU's board power limit in W where set below its TDP (nvidia-smi -pl): a matmul rate measured "
+                 "power-bound scales with it");
   cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Your own price in USD per GPU-hour");
   cmd.add_option("--provider", o.provider, "Price on this provider's offerings only");
   cmd.add_flag("--spot", o.spot, "Use published spot prices");
@@ -302,6 +305,20 @@ nlohmann::json infer_report(const InferOptions& o) {
     report["assumptions"].push_back("--gpu-free: the verdict is against " +
                                     detail::decimal(device->capacity().in(unit::bytes) / 1073741824.0, 2) +
                                     " GiB, the free memory" + (own.in(unit::bytes) > 0 ? " and the CUDA context" : ""));
+  }
+  // --power-limit: a board held below its TDP (hardware.h at_power_limit).
+  std::optional<Device> limited;
+  if (o.power_limit != 0) {
+    if (!device) throw InputError("--power-limit needs --gpu");
+    limited = at_power_limit(*device, o.power_limit);
+    const double share = std::min(1.0, o.power_limit / *device->tdp_watts);
+    report["assumptions"].push_back(
+        "--power-limit " + detail::decimal(o.power_limit, 0) + " W of the " + detail::decimal(*device->tdp_watts, 0) +
+        " W TDP: " +
+        (device->matmul_efficiency || device->matmul_burst_efficiency
+             ? "the measured matmul rate at " + detail::decimal(share * 100, 1) + " % (a GEMM's energy per FLOP fixed)"
+             : "no measured matmul rate to scale: not taken as power-bound"));
+    device = &*limited;
   }
   if (device) {
     FitVerdict fit = fit_on(*device, est.memory.runs_in);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error.h"
 #include "names.h"
 #include "units.h"
 
@@ -70,6 +71,24 @@ struct Device {
   }
   bool operator==(const Device&) const = default;
 };
+
+// The device with its board power limit set to `watts` (nvidia-smi -pl) below the TDP its catalog rates hold at.
+// Where the catalog measures a matmul rate below the datasheet's (matmul_efficiency, matmul_burst_efficiency: GEMMs
+// held by the power limit, as the H100 PCIe's 65.6 %), that rate scales by watts / TDP: a GEMM's energy per FLOP
+// taken as fixed as the clock falls (power proportional to the clock, as step_time.h gemm_power_limit takes it; the
+// lower voltage of a lower clock would save more: an upper bound on the slowdown). A device without a measurement
+// is not taken as power-bound: XiongjieDai's RTX 3090s at 185–270 W process an F16 prompt (pp512) at 4,122.66,
+// 4,608.40 and 3,875.97 tokens/s on 2, 4 and 6 GPUs against 4,444.65 for one at 370 W. A limit at or above the
+// TDP changes nothing.
+inline Device at_power_limit(const Device& d, double watts) {
+  if (!(watts > 0) || !std::isfinite(watts)) throw InputError("--power-limit must be a positive number of watts");
+  if (!d.tdp_watts || !(*d.tdp_watts > 0)) throw InputError(d.id + " has no TDP in the catalog to set a power limit against");
+  const double share = std::min(1.0, watts / *d.tdp_watts);
+  Device limited = d;
+  if (limited.matmul_efficiency) *limited.matmul_efficiency *= share;
+  if (limited.matmul_burst_efficiency) *limited.matmul_burst_efficiency *= share;
+  return limited;
+}
 
 // Metal's recommendedMaxWorkingSetSize on a unified-memory Mac: what its GPU buffers may take, which ggml-metal
 // reports as the device's total (llama.cpp and Ollama place layers for it): 2/3 of RAM below 36 GB, 3/4 from 36 GB

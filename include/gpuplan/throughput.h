@@ -580,10 +580,10 @@ struct ForwardShape {
 };
 
 // llama.cpp's prompt: ubatches of -ub tokens, each a forward over every layer. A ubatch of one token is a decode
-// step (matrix-vector kernels, the weights read once per token). Larger ones run the GEMMs at half the fp16
-// tensor rate with fp16 accumulation, which ggml's cuBLAS path asks for (CUBLAS_COMPUTE_16F; GeForce cards run it
-// at twice their fp32-accumulate rate): 0.5 fitted on the fit half's pp rows (GPUs from the RTX 3070 to the H100;
-// 0.525). Before MMQ became the default a quantized matrix was first dequantized to F16 (written and read again,
+// step (matrix-vector kernels, the weights read once per token). Larger ones run the GEMMs at half the tensor
+// rate of llama_cpp_tensor_rate: 0.5 fitted on the fit half's pp rows (GPUs from the RTX 3070 to the H100; 0.525
+// before the measured rates capped it; with them 0.5 gives the fit half's pp rows a median |error| of 12.4 %,
+// 0.475 and 0.525 13.1 and 13.4 %). Before MMQ became the default a quantized matrix was first dequantized to F16 (written and read again,
 // 4 bytes a weight) per ubatch; MMQ is taken at the same rate (not measured apart). Without flash attention each
 // ubatch writes the f32 scores of all its cached keys, and the softmax reads and writes them (16 bytes a score,
 // 17.3 fitted), and computes the masked half too.
@@ -602,6 +602,18 @@ inline double moe_mmq_tile_waste(const MoeSpec& m, double ub) {
   return std::ceil(per_expert / tile) * tile / per_expert;
 }
 
+// The tensor rate ggml's cuBLAS GEMMs (CUBLAS_COMPUTE_16F) start from: the fp16-accumulate peak where the GPU has a
+// faster one (GeForce), else the dense 16-bit peak, but no more than the catalog's measured matmul rate where it
+// has one (matmul_burst_efficiency, else matmul_efficiency): a GPU held by its power limit below the clock its
+// datasheet counts the peak at (the H100 PCIe, a 300–350 W board: 65.6 % of its peak in a short bf16 burst, against
+// 80 % on the 700 W H100 SXM with the same script) does not reach the peak in any GEMM.
+inline double llama_cpp_tensor_rate(const Device& d) {
+  const double peak = d.fp16_accumulate.fp16.value_or(d.peak.fp16.value_or(d.peak.bf16.value_or(0)));
+  const std::optional<double> measured = d.matmul_burst_efficiency ? d.matmul_burst_efficiency : d.matmul_efficiency;
+  const double peak16 = d.peak.bf16.value_or(d.peak.fp16.value_or(0));
+  return measured ? std::min(peak, *measured * peak16) : peak;
+}
+
 inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e,
                                        const ForwardShape& w, double batch, double prompt, double kv_bytes_per_token,
                                        double read_one, double bandwidth, const EngineStep& cost) {
@@ -612,7 +624,7 @@ inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, Weig
     return tokens * (cost.decode_kernels + (read_one - host.read(s.moe, 1)) / bandwidth + host.cpu_seconds(s.moe, 1)) +
            batch * prompt * prompt / 2.0 * kv_bytes_per_token / bandwidth;
   static constexpr double gemm_share = 0.5, score_bytes = 16;
-  const double rate = d.fp16_accumulate.fp16.value_or(d.peak.fp16.value_or(d.peak.bf16.value_or(0))) * gemm_share;
+  const double rate = llama_cpp_tensor_rate(d) * gemm_share;
   if (!(rate > 0)) return 0;
   // Keys each prompt token meets, over its sequence: causal ½·P² with flash attention; without it every ubatch
   // scores all keys cached so far and its own, ½·P² + ½·P·ub.

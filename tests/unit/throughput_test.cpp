@@ -45,6 +45,70 @@ TEST_CASE("moe_mmq_tile_waste: an expert's tokens pay whole MMQ column tiles", "
   CHECK(moe_mmq_tile_waste(MoeSpec{}, 512) == 1.0);
 }
 
+TEST_CASE("llama_cpp_tensor_rate: the datasheet rate, capped where the catalog measures less",
+          "[throughput][llama.cpp]") {
+  const Catalog& c = builtin_catalog();
+  // RTX 4090: no measured matmul rate in the catalog; its fp16-accumulate peak (330.3 TFLOP/s), twice the
+  // fp32-accumulate one.
+  CHECK(llama_cpp_tensor_rate(c.get("rtx-4090")) == Approx(330.3e12));
+  // RTX A6000: no faster fp16-accumulate path and no measurement: its dense 16-bit peak, 154.8.
+  CHECK(llama_cpp_tensor_rate(c.get("rtx-a6000")) == Approx(154.8e12));
+  // H100 PCIe: 0.656 of its 756.5 measured (matmul_efficiency): 496.3.
+  CHECK(llama_cpp_tensor_rate(c.get("h100-pcie")) == Approx(0.656 * 756.5e12));
+  // H100 SXM: the burst share (0.803) before the sustained one (0.683): 0.803 · 989.4 = 794.5.
+  CHECK(llama_cpp_tensor_rate(c.get("h100-sxm")) == Approx(0.803 * 989.4e12));
+  // A measured share never raises the rate: a device whose measurement exceeds its peak keeps the peak.
+  Device d = c.get("rtx-4090");
+  d.matmul_efficiency = 1.0;  // 165.2, below the fp16-accumulate 330.3
+  CHECK(llama_cpp_tensor_rate(d) == Approx(165.2e12));
+  d.fp16_accumulate.fp16.reset();
+  CHECK(llama_cpp_tensor_rate(d) == Approx(165.2e12));
+}
+
+TEST_CASE("at_power_limit: a measured power-bound matmul rate scales with the board's limit", "[throughput][llama.cpp]") {
+  const Catalog& c = builtin_catalog();
+  // H100 PCIe at 310 W of its 350 W: 0.656 · 310 / 350 = 0.58103 of the peak; llama.cpp's tensor rate with it.
+  const Device h = at_power_limit(c.get("h100-pcie"), 310);
+  REQUIRE(h.matmul_efficiency);
+  CHECK(*h.matmul_efficiency == Approx(0.656 * 310.0 / 350.0));
+  CHECK(llama_cpp_tensor_rate(h) == Approx(0.58103 * 756.5e12).epsilon(1e-4));
+  CHECK(h.peak == c.get("h100-pcie").peak);  // the datasheet stays; only the measured rate moves
+  // H100 SXM at 350 W of 700: both measured shares halve (0.683 → 0.3415, 0.803 → 0.4015).
+  const Device s = at_power_limit(c.get("h100-sxm"), 350);
+  CHECK(*s.matmul_efficiency == Approx(0.3415));
+  CHECK(*s.matmul_burst_efficiency == Approx(0.4015));
+  // At or above the TDP nothing changes; a device with no measurement is not taken as power-bound.
+  CHECK(at_power_limit(c.get("h100-pcie"), 400) == c.get("h100-pcie"));
+  CHECK(at_power_limit(c.get("rtx-3090"), 230) == c.get("rtx-3090"));
+  CHECK_THROWS_AS(at_power_limit(c.get("h100-pcie"), -5), InputError);
+  CHECK_THROWS_AS(at_power_limit(c.get("h100-pcie"), 0), InputError);
+  Device no_tdp = c.get("rtx-3090");
+  no_tdp.tdp_watts.reset();
+  CHECK_THROWS_AS(at_power_limit(no_tdp, 200), InputError);
+}
+
+TEST_CASE("serving_throughput: an H100 PCIe prompt runs at half its measured matmul rate", "[throughput][llama.cpp]") {
+  // A dense 8B in F16, one ubatch of 512 tokens, flash attention off, build b2843: the GEMM part of the prefill
+  // scales as 1 / rate. Against the same card without the measurement, the GEMM time grows 1 / 0.656 = 1.524×.
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  const double w = weight_bytes(m, WeightFormat::fp16).total().in(unit::bytes);
+  ServingEngine e(Profile::llama_cpp);
+  e.version = EngineVersion{2843, 0, 0};
+  e.flash_attn = false;
+  const Device& measured = builtin_catalog().get("h100-pcie");
+  Device datasheet = measured;
+  datasheet.matmul_efficiency.reset();
+  auto prefill = [&](const Device& d) {
+    return serving_throughput(m, d, WeightFormat::fp16, w, 0, 1, 512, 512, 1, Efficiency{}, e).prefill.in(unit::seconds);
+  };
+  // Weights' GEMMs: 2·N = 2 · 7.50e9 matmul parameters a token (input embedding excluded), 512 tokens: at
+  // 0.5 · 756.5 = 378.25 TFLOP/s 20.3 ms, at 0.5 · 496.3 = 248.1 TFLOP/s 31.0 ms; the attention's FLOPs scale the same.
+  const double n2 = 2.0 * double(training_flops(m, Tokens(1), 1, Recompute::none).matmul_params.in(unit::params));
+  const double attn = 4.0 * 32 * 4096 * 512.0 * (512.0 / 2 + 512.0 / 2);  // 4·L·qdim·pairs, no flash attention
+  const double flops = n2 * 512 + attn;
+  CHECK(prefill(measured) - prefill(datasheet) == Approx(flops / (0.5 * 496.264e12) - flops / (0.5 * 756.5e12)).epsilon(1e-6));
+}
+
 TEST_CASE("serving_throughput: llama.cpp MoE prompts pay the tiles only in builds that size them by ubatch",
           "[throughput][moe][llama.cpp]") {
   const Device& d = builtin_catalog().get("rtx-3090");

@@ -410,7 +410,7 @@ nlohmann::json infer_report(const InferOptions& o) {
                     detail::decimal(LlamaCppSplit::boundary_seconds * 1e3, 2) + " ms a token per hand-over (" +
                     std::to_string(engine.devices - 1) +
                     "); a prompt batch's ubatches pipelined through the GPUs (" +
-                    detail::decimal(1.0 / llama_cpp_pipeline_share(double(w.batch * w.prompt_len), engine), 2) +
+                    detail::decimal(1.0 / llama_cpp_pipeline_share(spec, est.weights, double(w.batch * w.prompt_len), engine), 2) +
                     "× one GPU's prompt rate here)");
     if (engine.offload.any())
       report["assumptions"].push_back(

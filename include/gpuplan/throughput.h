@@ -400,15 +400,15 @@ inline double llama_cpp_prompt_layer_launches(const ModelSpec& s, std::int64_t l
   if (!e.flash_attn && !s.is_linear_layer(layer)) k += 2.0 * 3.0;
   return k;
 }
-// The launches of the busiest device: llm_load_tensors gives layer i to the device whose share of the n_layer + 1
-// offloaded layers (the output layer counts as one, on the last device) holds i / (n_layer + 1): with identical
-// GPUs the first gets ceil((n_layer + 1) / D) layers (Llama 3 70B on 4: 21, 20, 20 and 19 with the output).
+// The launches of the busiest device, its layers as load_tensors places them (llama_cpp_layer_devices, equal shares:
+// Llama 3 70B on 4 GPUs 21, 20, 20 and 19 layers, the output layer on the last).
 inline double llama_cpp_device_launches(const ModelSpec& s, bool quantized, const ServingEngine& e) {
   const std::int64_t D = std::max<std::int64_t>(e.devices, 1);
-  const std::int64_t first = std::min(s.layers, (s.layers + 1 + D - 1) / D);
-  double k = 0;
-  for (std::int64_t l = 0; l < first; ++l) k += llama_cpp_prompt_layer_launches(s, l, quantized, e);
-  return k;
+  const std::vector<int> dev = llama_cpp_layer_devices(s.layers, s.layers + 1, llama_cpp_split_points({}, D));
+  std::vector<double> k(static_cast<std::size_t>(D), 0.0);
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    k[static_cast<std::size_t>(dev[static_cast<std::size_t>(l)])] += llama_cpp_prompt_layer_launches(s, l, quantized, e);
+  return *std::max_element(k.begin(), k.end());
 }
 
 // A prompt batch (n_batch 2048 tokens) is cut into ubatches that pipeline through the layer split's devices:
@@ -424,10 +424,12 @@ inline double llama_cpp_device_launches(const ModelSpec& s, bool quantized, cons
 // processing, the CPU-side CUDA command buffer gets full, stalling the CPU ... resulting in bubbles in the GPU
 // timeline" (fixed by CUDA_SCALE_LAUNCH_QUEUES=4x; reverted by PR #19227 and left as advice). Returns the stages,
 // of one device's share of a ubatch each, until the last device ends: every stage takes the same time, the queue
-// drains continuously. XiongjieDai's b2824–b2843 rows (cuBLAS prompt GEMMs, no flash attention): Llama 3 70B
-// Q4_K_M's 21 layers on the first of 4 GPUs queue 1,050 launches, F16's 903, so only F16 pipelines there (pp1024 on
-// 4: 1.42–1.55× pp512's rate against 1.6 pipelined; Q4_K_M 1.07–1.09×, and on 2 GPUs, 41 layers, too), as does
-// Q4_K_M on 6 and 8 GPUs (700, 550) and 8B on 2 to 8 (850 to 250): 1.62× and 1.64× at pp1024, 1.6 and 1.7 here.
+// drains continuously. XiongjieDai's b2824–b2843 rows (cuBLAS prompt GEMMs, no flash attention): Llama 3 70B's 21
+// layers on the first of 4 GPUs queue 1,050 launches in Q4_K_M, 903 in F16, so only F16 pipelines there (the
+// README's pp1024, 2 ubatches, on 4 GPUs: 1.42–1.55× pp512's rate in F16, 1.6 modelled; 1.07–1.16× in Q4_K_M, the
+// A100 PCIe's 1.27 aside, 1.13 modelled; on 2 GPUs, 41 layers: 1.08 and 1.10, 1.14 modelled), as do Q4_K_M on 6
+// and 8 GPUs (700 and 550 launches: 1.62× and 1.64×, 1.71 and 1.78 modelled) and 8B on 2 to 8 (850 to 250).
+// A single GPU runs pp1024 at 0.97× its pp512 rate (the longer attention).
 inline double llama_cpp_pipeline_stages(std::int64_t ubatches, std::int64_t devices, double queue) {
   const std::size_t U = std::size_t(std::max<std::int64_t>(ubatches, 1)), D = std::size_t(std::max<std::int64_t>(devices, 1));
   const std::size_t copies = std::size_t(LlamaCppProfile::sched_copies);

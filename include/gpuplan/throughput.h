@@ -354,6 +354,11 @@ inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineV
   return row ? *row : llama_cpp_cuda_builds.front();
 }
 
+// ggml's quantized weight types (GGUF K-quants and the like), as against 16- and 32-bit floats.
+inline bool llama_cpp_quantized(WeightFormat f) {
+  return f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+}
+
 // Kernels one llama.cpp decoder layer launches at decode, counted in its graph (src/llama-model.cpp build_llama
 // through llm_graph build_attn / build_ffn / build_moe_ffn): attention norm and its weight (2), q, k and v (3), two
 // RoPEs, the K and V stores (2), flash attention (1; without it K·Q, the masked softmax, ·V and a copy: 4), o (1),
@@ -402,7 +407,8 @@ inline double llama_cpp_prompt_layer_launches(const ModelSpec& s, std::int64_t l
 }
 // The launches of the busiest device, its layers as load_tensors places them (llama_cpp_layer_devices, equal shares:
 // Llama 3 70B on 4 GPUs 21, 20, 20 and 19 layers, the output layer on the last).
-inline double llama_cpp_device_launches(const ModelSpec& s, bool quantized, const ServingEngine& e) {
+inline double llama_cpp_device_launches(const ModelSpec& s, WeightFormat f, const ServingEngine& e) {
+  const bool quantized = llama_cpp_quantized(f);
   const std::int64_t D = std::max<std::int64_t>(e.devices, 1);
   const std::vector<int> dev = llama_cpp_layer_devices(s.layers, s.layers + 1, llama_cpp_split_points({}, D));
   std::vector<double> k(static_cast<std::size_t>(D), 0.0);
@@ -456,8 +462,7 @@ inline double llama_cpp_pipeline_share(const ModelSpec& s, WeightFormat f, doubl
   if (e.devices <= 1 || e.row_split || e.offload.any()) return 1.0;
   const double D = double(e.devices), ub = double(std::max<std::int64_t>(e.ubatch, 1));
   const double n_batch = double(LlamaCppProfile::n_batch);
-  const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
-  const double queue = LlamaCppSplit::launch_queue / llama_cpp_device_launches(s, quantized, e);
+  const double queue = LlamaCppSplit::launch_queue / llama_cpp_device_launches(s, f, e);
   const double per_batch = std::ceil(std::min(n_batch, tokens) / ub);
   const double batches = std::ceil(std::max(tokens, 1.0) / n_batch);
   const double last = std::ceil((std::max(tokens, 1.0) - (batches - 1) * n_batch) / ub);
@@ -494,7 +499,7 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
     c.prompt_kernels = L * EngineStep::serving_layer_kernels * kernel_seconds(d, KernelFloor::launched_cycles);
     c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;
   } else if (llama_cpp_engine(e.profile)) {
-    const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+    const bool quantized = llama_cpp_quantized(f);
     const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
     const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn, build.fused);
     const bool graphs = build.cuda_graphs;
@@ -659,7 +664,7 @@ inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, Weig
   const double pairs = batch * (e.flash_attn ? prompt * prompt / 2.0 : prompt * prompt / 2.0 + prompt * ub / 2.0);
   double t = ubatches * cost.prompt_kernels + (w.n2 * tokens + 4.0 * w.layers * w.qdim * pairs) / rate;
   if (!e.flash_attn) t += w.layers * double(s.heads) * pairs * score_bytes / bandwidth;
-  const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+  const bool quantized = llama_cpp_quantized(f);
   const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
   if (quantized && !build.mmq)
     t += ubatches * (w.n2 / 2.0) * 4.0 / bandwidth;

@@ -154,8 +154,8 @@ TEST_CASE("llama.cpp layer split: Llama 3 70B Q4_K_M's ubatches do not pipeline 
   mmq.version = EngineVersion{3140, 0, 0};
   CHECK(llama_cpp_prompt_layer_launches(m, 0, true, mmq) == Approx(36));
   // GPU 0 holds layers 0–20 (il / 81 < 0.25): 21 × 50 = 1,050 launches, 903 in F16.
-  CHECK(llama_cpp_device_launches(m, true, four) == Approx(1050));
-  CHECK(llama_cpp_device_launches(m, false, four) == Approx(903));
+  CHECK(llama_cpp_device_launches(m, WeightFormat::q4_k_m, four) == Approx(1050));
+  CHECK(llama_cpp_device_launches(m, WeightFormat::fp16, four) == Approx(903));
   // pp1024, 2 ubatches, a queue of 1000 / 1050 = 20/21 stage: each (0,d) is queued 1/21 into its run, so (1,0)
   // starts at 3 + 1/21 and the last device ends at 7 + 1/21 of 8 stages; F16 has room: 5 of 8.
   CHECK(llama_cpp_pipeline_share(m, WeightFormat::q4_k_m, 1024, four) == Approx((7.0 + 1.0 / 21.0) / 8.0));

@@ -196,7 +196,8 @@ struct LlamaCppSplit {
   static constexpr double boundary_seconds = 250e-6;
   // Launches a CUDA stream queues before the host thread blocks: "about 1000 kernels" (a small kernel launched
   // 10,000 times: the first ~1000 launches return at once, each later one waits for a kernel to finish; NVIDIA
-  // forum thread 68937 and Stack Overflow 53970187, 2018; not configurable until CUDA_SCALE_LAUNCH_QUEUES).
+  // forum thread 68937 and Stack Overflow 53970187, 2018; the CUDA_SCALE_LAUNCH_QUEUES variable of llama.cpp PR
+  // #19042 below scales it).
   static constexpr double launch_queue = 1000;
 };
 
@@ -435,7 +436,8 @@ inline double llama_cpp_device_launches(const ModelSpec& s, WeightFormat f, cons
 // README's pp1024, 2 ubatches, on 4 GPUs: 1.42–1.55× pp512's rate in F16, 1.6 modelled; 1.07–1.16× in Q4_K_M, the
 // A100 PCIe's 1.27 aside, 1.13 modelled; on 2 GPUs, 41 layers: 1.08 and 1.10, 1.14 modelled), as do Q4_K_M on 6
 // and 8 GPUs (700 and 550 launches: 1.62× and 1.64×, 1.71 and 1.78 modelled) and 8B on 2 to 8 (850 to 250).
-// A single GPU runs pp1024 at 0.97× its pp512 rate (the longer attention).
+// A single GPU runs pp1024 at 0.97× its pp512 rate (the longer attention). 1,050 against about 1,000 is close (the
+// scores of published.jsonl's multi-GPU rows barely move for a queue of 950 to 1,024), as the A100 PCIe box shows.
 inline double llama_cpp_pipeline_stages(std::int64_t ubatches, std::int64_t devices, double queue) {
   const std::size_t U = std::size_t(std::max<std::int64_t>(ubatches, 1)), D = std::size_t(std::max<std::int64_t>(devices, 1));
   const std::size_t copies = std::size_t(LlamaCppProfile::sched_copies);

@@ -427,8 +427,11 @@ nlohmann::json infer_report(const InferOptions& o) {
                     detail::decimal(LlamaCppSplit::boundary_seconds * 1e3, 2) + " ms a token per hand-over (" +
                     std::to_string(engine.devices - 1) +
                     "); a prompt batch's ubatches pipelined through the GPUs (" +
-                    detail::decimal(1.0 / llama_cpp_pipeline_share(double(w.batch * w.prompt_len), engine), 2) +
-                    "× one GPU's prompt rate here)");
+                    detail::decimal(1.0 / llama_cpp_pipeline_share(spec, est.weights, double(w.batch * w.prompt_len), engine), 2) +
+                    "× one GPU's prompt rate here), as far as CUDA's launch queue lets the host run ahead (the busiest "
+                    "GPU's part of a ubatch: " +
+                    detail::decimal(llama_cpp_device_launches(spec, est.weights, engine), 0) +
+                    " launches; a stream holds about " + detail::decimal(LlamaCppSplit::launch_queue, 0) + ")");
     if (engine.offload.any())
       report["assumptions"].push_back(
           "weights in host memory (" + detail::decimal((engine.offload.dense_bytes + engine.offload.expert_bytes) / 1073741824.0, 2) +

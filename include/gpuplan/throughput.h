@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compute.h"
 #include "hardware.h"
@@ -201,25 +202,18 @@ struct ServingEngine {
 // (tests/data/throughput/published.jsonl; llama.cpp b2824–b2843 on RunPod, 2–8 RTX 3090/4090, 4 of seven
 // professional GPUs): the median of (t_D − t_1) / (D − 1) over the 22 fit rows whose GPU and model have a one-GPU
 // row, 252 µs (116–424 µs but two outliers), and the least-squares fit of all 57 fit rows' relative error, 254 µs.
-// A prompt batch (n_batch 2048 tokens) is cut into ubatches that pipeline through the devices (n_copies 4 in
-// flight: LlamaCppProfile::sched_copies): U ubatches over D devices take (U + D − 1) stages of 1/D of a ubatch's
-// time instead of U ubatches (XiongjieDai's pp4096 on 2, 4 and 8 RTX 4090s: 1.60×, 2.37×, 2.87× one GPU's rate,
-// against 1.60×, 2.29×, 2.91×; pp512, one ubatch, no faster). Row split runs each matrix product on every GPU at
-// once on its rows: the reads and FLOPs split over the GPUs; its per-product synchronization is not modelled (no
-// published point): an upper bound on its speed.
+// A prompt batch (n_batch 2048 tokens) is cut into ubatches that pipeline through the devices
+// (llama_cpp_pipeline_share below). Row split runs each matrix product on every GPU at once on its rows: the reads
+// and FLOPs split over the GPUs; its per-product synchronization is not modelled (no published point): an upper
+// bound on its speed.
 struct LlamaCppSplit {
   static constexpr double boundary_seconds = 250e-6;
+  // Launches a CUDA stream queues before the host thread blocks: "about 1000 kernels" (a small kernel launched
+  // 10,000 times: the first ~1000 launches return at once, each later one waits for a kernel to finish; NVIDIA
+  // forum thread 68937 and Stack Overflow 53970187, 2018; the CUDA_SCALE_LAUNCH_QUEUES variable of llama.cpp PR
+  // #19042 below scales it).
+  static constexpr double launch_queue = 1000;
 };
-inline double llama_cpp_pipeline_share(double tokens, const ServingEngine& e) {
-  const double D = double(e.devices), ub = double(std::max<std::int64_t>(e.ubatch, 1));
-  if (e.devices <= 1 || e.row_split || e.offload.any()) return 1.0;
-  const double per_batch = std::ceil(std::min(double(LlamaCppProfile::n_batch), tokens) / ub);
-  const double batches = std::ceil(std::max(tokens, 1.0) / double(LlamaCppProfile::n_batch));
-  const double last = std::ceil((std::max(tokens, 1.0) - (batches - 1) * double(LlamaCppProfile::n_batch)) / ub);
-  const double ubatches = (batches - 1) * per_batch + last;
-  const double stages = (batches - 1) * (per_batch + D - 1) + (last + D - 1);
-  return stages / D / ubatches;
-}
 
 
 // A kernel costs GPU time beyond its bytes and FLOPs: its launch latency, its ramp and its tail, a fixed number of
@@ -399,6 +393,11 @@ inline const LlamaCppCudaBuild& llama_cpp_cuda_build(const std::optional<EngineV
   return row ? *row : llama_cpp_cuda_builds.front();
 }
 
+// ggml's quantized weight types (GGUF K-quants and the like), as against 16- and 32-bit floats.
+inline bool llama_cpp_quantized(WeightFormat f) {
+  return f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+}
+
 // Kernels one llama.cpp decoder layer launches at decode, counted in its graph (src/llama-model.cpp build_llama
 // through llm_graph build_attn / build_ffn / build_moe_ffn): attention norm and its weight (2), q, k and v (3), two
 // RoPEs, the K and V stores (2), flash attention (1; without it K·Q, the masked softmax, ·V and a copy: 4), o (1),
@@ -425,6 +424,92 @@ inline double llama_cpp_step_kernels(const ModelSpec& s, bool quantized, bool fl
   double k = fused.norm_mul ? 3 : 4;  // output norm, its weight, the lm_head and its quantization
   for (std::int64_t l = 0; l < s.layers; ++l) k += llama_cpp_layer_kernels(s, l, quantized, flash_attn, fused);
   return k;
+}
+
+// Launches a prompt ubatch puts in a device's CUDA stream for one layer: a decode step's kernels
+// (llama_cpp_layer_kernels) plus what cuBLAS costs around its GEMMs. Weight products over MMQ_MAX_BATCH_SIZE tokens
+// (32) ran cuBLAS (ggml-cuda.cu ggml_cuda_op_mul_mat_cublas) for 16-bit weights, and for quantized ones before MMQ
+// became the default: the activations converted to F16 and the F16 result back to F32 around each GEMM, two
+// launches more (a quantized matrix's dequantization to F16 takes the place of the q8_1 quantization). Without
+// flash attention K·Q and ·V are batched cuBLAS GEMMs (ggml_cuda_mul_mat_batched_cublas): the F16 copy of the
+// activations, a kernel writing the per-head pointers (grouped-query heads broadcast: cublasGemmBatchedEx) and the
+// F32 result, three more each. Counted for q, k, v, o and a dense FFN's gate, up and down; MoE experts as at decode.
+inline double llama_cpp_prompt_layer_launches(const ModelSpec& s, std::int64_t layer, bool quantized,
+                                              const ServingEngine& e) {
+  static constexpr std::int64_t mmq_max_batch = 32;
+  const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
+  double k = llama_cpp_layer_kernels(s, layer, quantized, e.flash_attn, build.fused);
+  const bool cublas = !quantized || (!build.mmq && e.ubatch > mmq_max_batch);
+  if (cublas) k += 2.0 * (s.is_moe_layer(layer) ? 4.0 : 7.0);
+  if (!e.flash_attn && !s.is_linear_layer(layer)) k += 2.0 * 3.0;
+  return k;
+}
+// The launches of the busiest device, its layers as load_tensors places them (llama_cpp_layer_devices, equal shares:
+// Llama 3 70B on 4 GPUs 21, 20, 20 and 19 layers, the output layer on the last).
+inline double llama_cpp_device_launches(const ModelSpec& s, WeightFormat f, const ServingEngine& e) {
+  const bool quantized = llama_cpp_quantized(f);
+  const std::int64_t D = std::max<std::int64_t>(e.devices, 1);
+  const std::vector<int> dev = llama_cpp_layer_devices(s.layers, s.layers + 1, llama_cpp_split_points({}, D));
+  std::vector<double> k(static_cast<std::size_t>(D), 0.0);
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    k[static_cast<std::size_t>(dev[static_cast<std::size_t>(l)])] += llama_cpp_prompt_layer_launches(s, l, quantized, e);
+  return *std::max_element(k.begin(), k.end());
+}
+
+// A prompt batch (n_batch 2048 tokens) is cut into ubatches that pipeline through the layer split's devices:
+// ggml_backend_sched_compute_splits queues each device's part of a ubatch on its stream, waiting on an event for the
+// previous device's output, and goes on to the next ubatch without waiting (n_copies 4 in flight:
+// LlamaCppProfile::sched_copies; the input copies of ubatch u wait for ubatch u − 4 on that device). With unlimited
+// queues U ubatches over D devices take U + D − 1 stages of 1/D of a ubatch's time instead of U·D. But one host
+// thread queues every device's launches, and a stream holds about LlamaCppSplit::launch_queue of them: a device
+// whose part of a ubatch has more launches than its queue holds (`queue` below 1, in stages) blocks the host until it
+// has run all but a queue's worth, so the host queues the next ubatch's first stage only as the last device nears
+// its end; with room for one stage but not two it still blocks on the later devices, whose queued stages wait for
+// the pipeline to fill. llama.cpp PR #19042 (2026-01) names this: "With pipeline parallelism, during prompt
+// processing, the CPU-side CUDA command buffer gets full, stalling the CPU ... resulting in bubbles in the GPU
+// timeline" (fixed by CUDA_SCALE_LAUNCH_QUEUES=4x; reverted by PR #19227 and left as advice). Returns the stages,
+// of one device's share of a ubatch each, until the last device ends: every stage takes the same time, the queue
+// drains continuously. XiongjieDai's b2824–b2843 rows (cuBLAS prompt GEMMs, no flash attention): Llama 3 70B's 21
+// layers on the first of 4 GPUs queue 1,050 launches in Q4_K_M, 903 in F16, so only F16 pipelines there (the
+// README's pp1024, 2 ubatches, on 4 GPUs: 1.42–1.55× pp512's rate in F16, 1.6 modelled; 1.07–1.16× in Q4_K_M, the
+// A100 PCIe's 1.27 aside, 1.13 modelled; on 2 GPUs, 41 layers: 1.08 and 1.10, 1.14 modelled), as do Q4_K_M on 6
+// and 8 GPUs (700 and 550 launches: 1.62× and 1.64×, 1.71 and 1.78 modelled) and 8B on 2 to 8 (850 to 250).
+// A single GPU runs pp1024 at 0.97× its pp512 rate (the longer attention). 1,050 against about 1,000 is close (the
+// scores of published.jsonl's multi-GPU rows barely move for a queue of 950 to 1,024), as the A100 PCIe box shows.
+inline double llama_cpp_pipeline_stages(std::int64_t ubatches, std::int64_t devices, double queue) {
+  const std::size_t U = std::size_t(std::max<std::int64_t>(ubatches, 1)), D = std::size_t(std::max<std::int64_t>(devices, 1));
+  const std::size_t copies = std::size_t(LlamaCppProfile::sched_copies);
+  std::vector<double> start(U * D), end(U * D);  // stage (u, d) at u·D + d
+  double host = 0;  // when the host thread is free to queue the next stage
+  for (std::size_t u = 0; u < U; ++u)
+    for (std::size_t d = 0; d < D; ++d) {
+      if (u >= copies) host = std::max(host, end[(u - copies) * D + d]);
+      const double s = std::max({host, u > 0 ? end[(u - 1) * D + d] : 0.0, d > 0 ? end[u * D + d - 1] : 0.0});
+      start[u * D + d] = s;
+      end[u * D + d] = s + 1;
+      // The host has queued this stage's last launch once the device has done all but `queue` stages of its work.
+      const double owed = double(u + 1) - queue;
+      if (owed > 0) {
+        const std::size_t j = std::size_t(std::ceil(owed)) - 1;
+        host = std::max(host, start[j * D + d] + (owed - double(j)));
+      }
+    }
+  return end.back();
+}
+// A prompt's time under the layer split over its time on one GPU: batches of n_batch tokens, each pipelined on its
+// own (a decode call's ubatches), the stages counted in D-ths of a ubatch.
+inline double llama_cpp_pipeline_share(const ModelSpec& s, WeightFormat f, double tokens, const ServingEngine& e) {
+  if (e.devices <= 1 || e.row_split || e.offload.any()) return 1.0;
+  const double D = double(e.devices), ub = double(std::max<std::int64_t>(e.ubatch, 1));
+  const double n_batch = double(LlamaCppProfile::n_batch);
+  const double queue = LlamaCppSplit::launch_queue / llama_cpp_device_launches(s, f, e);
+  const double per_batch = std::ceil(std::min(n_batch, tokens) / ub);
+  const double batches = std::ceil(std::max(tokens, 1.0) / n_batch);
+  const double last = std::ceil((std::max(tokens, 1.0) - (batches - 1) * n_batch) / ub);
+  const double ubatches = (batches - 1) * per_batch + last;
+  const double stages = (batches - 1) * llama_cpp_pipeline_stages(std::int64_t(per_batch), e.devices, queue) +
+                        llama_cpp_pipeline_stages(std::int64_t(last), e.devices, queue);
+  return stages / D / ubatches;
 }
 
 // What a step costs besides its bytes and FLOPs, by engine. vLLM and SGLang replay each decode step from a CUDA
@@ -454,7 +539,7 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
     c.prompt_kernels = L * EngineStep::serving_layer_kernels * kernel_seconds(d, KernelFloor::launched_cycles);
     c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;
   } else if (llama_cpp_engine(e.profile)) {
-    const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+    const bool quantized = llama_cpp_quantized(f);
     const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
     const double kernels = llama_cpp_step_kernels(s, quantized, e.flash_attn, build.fused);
     const bool graphs = build.cuda_graphs;
@@ -631,7 +716,7 @@ inline double llama_cpp_prompt_seconds(const ModelSpec& s, const Device& d, Weig
   const double pairs = batch * (e.flash_attn ? prompt * prompt / 2.0 : prompt * prompt / 2.0 + prompt * ub / 2.0);
   double t = ubatches * cost.prompt_kernels + (w.n2 * tokens + 4.0 * w.layers * w.qdim * pairs) / rate;
   if (!e.flash_attn) t += w.layers * double(s.heads) * pairs * score_bytes / bandwidth;
-  const bool quantized = f != WeightFormat::fp16 && f != WeightFormat::bf16 && f != WeightFormat::fp32;
+  const bool quantized = llama_cpp_quantized(f);
   const LlamaCppCudaBuild& build = llama_cpp_cuda_build(e.profile == Profile::ollama ? std::nullopt : e.version);
   if (quantized && !build.mmq)
     t += ubatches * (w.n2 / 2.0) * 4.0 / bandwidth;
@@ -691,7 +776,7 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
   else if (llama_cpp_engine(engine.profile))
     prefill = llama_cpp_prompt_seconds(s, d, f, engine, w, b, p, kv_bytes_per_token,
                                        weight_bytes_read(s, shares, weight_bytes, 1.0), bandwidth, cost) *
-              llama_cpp_pipeline_share(b * p, engine);
+              llama_cpp_pipeline_share(s, f, b * p, engine);
   t.prefill = Seconds(prefill);
   t.prefill_tokens_per_s = b * p / t.prefill.in(unit::seconds);
   t.decode_weight_bytes = eager && batched_mm_decode(s, f) ? batched_mm_decode_bytes(s, shares, weight_bytes, b)

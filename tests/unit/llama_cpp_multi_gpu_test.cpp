@@ -112,17 +112,52 @@ TEST_CASE("serving_throughput: llama.cpp's layer split runs the GPUs one after a
   CHECK(t2.decode_step.in(unit::seconds) ==
         Approx(t1.decode_step.in(unit::seconds) + LlamaCppSplit::boundary_seconds));
   // 4096 tokens = 2 batches of 4 ubatches: (4 + 1) stages of half a ubatch each, 2 × 5 / 2 = 5 ubatch times for 8.
-  CHECK(llama_cpp_pipeline_share(4096, two) == Approx(5.0 / 8.0));
+  CHECK(llama_cpp_pipeline_share(m, WeightFormat::q4_k_m, 4096, two) == Approx(5.0 / 8.0));
   CHECK(t2.prefill.in(unit::seconds) == Approx(t1.prefill.in(unit::seconds) * 5.0 / 8.0));
   // One ubatch (pp512) gains nothing; 8 GPUs over 4 ubatches: 11 stages of an eighth, 11 / 32 of 4.
-  CHECK(llama_cpp_pipeline_share(512, two) == Approx(1.0));
+  CHECK(llama_cpp_pipeline_share(m, WeightFormat::q4_k_m, 512, two) == Approx(1.0));
   ServingEngine eight = one;
   eight.devices = 8;
-  CHECK(llama_cpp_pipeline_share(2048, eight) == Approx(11.0 / 8.0 / 4.0));
+  CHECK(llama_cpp_pipeline_share(m, WeightFormat::q4_k_m, 2048, eight) == Approx(11.0 / 8.0 / 4.0));
   // Row split: each GPU reads half the weights.
   ServingEngine row = two;
   row.row_split = true;
   const auto r2 = serving_throughput(m, rtx4090, WeightFormat::q4_k_m, wbytes, 0, 1, 1, 1, 2, e, row);
   const auto r1 = serving_throughput(m, rtx4090, WeightFormat::q4_k_m, wbytes, 0, 1, 1, 1, 1, e, one);
   CHECK(r2.decode_weight_bytes == Approx(r1.decode_weight_bytes / 2));
+}
+
+TEST_CASE("llama_cpp_pipeline_stages: the host thread blocks on a device whose queue is full", "[throughput][llama.cpp][multi-gpu]") {
+  // Unlimited queues: U + D − 1 stages.
+  CHECK(llama_cpp_pipeline_stages(4, 4, 1e9) == Approx(7.0));
+  // D = 2, U = 2, a queue of half a stage: the host queues (0,0) once GPU 0 is half-way (0.5), (0,1) once GPU 1,
+  // which starts at 1, is half-way (1.5); (1,0) runs 1.5–2.5, the host free at 2; (1,1) waits for (1,0): 2.5–3.5.
+  CHECK(llama_cpp_pipeline_stages(2, 2, 0.5) == Approx(3.5));
+  // D = 3, U = 3, room for a stage and a half: queueing (1,2) waits until GPU 2 is half-way through (0,2), 2.5, so
+  // (2,0) starts at 2.5, not 2; the half-stage bubble reaches the end: 5.5 for 5.
+  CHECK(llama_cpp_pipeline_stages(3, 3, 1.5) == Approx(5.5));
+}
+
+TEST_CASE("llama.cpp layer split: Llama 3 70B Q4_K_M's ubatches do not pipeline over 4 GPUs at b2824, F16's do",
+          "[throughput][llama.cpp][multi-gpu]") {
+  const ModelSpec& m = find_preset("llama-3.1-70b").spec;  // 80 layers, the shapes of Llama 3 70B
+  ServingEngine four(Profile::llama_cpp);
+  four.version = EngineVersion{2824, 0, 0};
+  four.flash_attn = false;
+  four.devices = 4;
+  // A layer's prompt launches: 23 kernels without flash attention, 7 dequantizations, 2 × 7 F16/F32 conversions
+  // around the cuBLAS GEMMs, 2 × 3 around the batched K·Q and ·V: 50; F16 weights 43.
+  CHECK(llama_cpp_prompt_layer_launches(m, 0, true, four) == Approx(50));
+  CHECK(llama_cpp_prompt_layer_launches(m, 0, false, four) == Approx(43));
+  // From MMQ (b3140) a quantized GEMM is a q8_1 quantization and the MMQ kernel, as at decode: 30 + 6.
+  ServingEngine mmq = four;
+  mmq.version = EngineVersion{3140, 0, 0};
+  CHECK(llama_cpp_prompt_layer_launches(m, 0, true, mmq) == Approx(36));
+  // GPU 0 holds layers 0–20 (il / 81 < 0.25): 21 × 50 = 1,050 launches, 903 in F16.
+  CHECK(llama_cpp_device_launches(m, WeightFormat::q4_k_m, four) == Approx(1050));
+  CHECK(llama_cpp_device_launches(m, WeightFormat::fp16, four) == Approx(903));
+  // pp1024, 2 ubatches, a queue of 1000 / 1050 = 20/21 stage: each (0,d) is queued 1/21 into its run, so (1,0)
+  // starts at 3 + 1/21 and the last device ends at 7 + 1/21 of 8 stages; F16 has room: 5 of 8.
+  CHECK(llama_cpp_pipeline_share(m, WeightFormat::q4_k_m, 1024, four) == Approx((7.0 + 1.0 / 21.0) / 8.0));
+  CHECK(llama_cpp_pipeline_share(m, WeightFormat::fp16, 1024, four) == Approx(5.0 / 8.0));
 }

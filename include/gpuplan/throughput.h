@@ -178,7 +178,7 @@ struct HostOffload {
 // The engine a forward runs in, as far as its speed goes: what it launches and how.
 struct ServingEngine {
   Profile profile = Profile::none;
-  std::optional<EngineVersion> version;  // llama.cpp: the build (Ollama's runner: the newest modelled)
+  std::optional<EngineVersion> version;  // --engine-version (llama.cpp: the build; Ollama's runner: the newest modelled)
   bool flash_attn = true;                // llama.cpp -fa
   std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
   HostOffload offload;                   // llama.cpp: weights left in host memory
@@ -427,6 +427,14 @@ struct EngineStep {
   // so SGLang keeps the dense count until that is.
   static constexpr double moe_block_kernels = 7, dense_mlp_kernels = 3, shared_expert_kernels = 4,
                           shared_gate_kernels = 3;
+  // vLLM before 0.5.0 ran the tensor-parallel workers of one node as Ray actors and scheduled each a remote task
+  // every step (executor/ray_gpu_executor.py _run_workers at v0.4.2: execute_method.remote per worker, the driver's
+  // own step, then ray.get); PR #4894 (in 0.5.0) made the workers loop on the driver's broadcast instead. Its
+  // predecessor PR #3763 measured the cost on 2 × A100 80GB: Llama-2-7B, one request of 2,000 tokens at TP 2,
+  // 24.2 s with the per-step tasks and 20.2 s without, 2.0 ms a step (and ~5 % of a Llama-2-70B step at TP 4).
+  // What Ray costs beyond that against multiprocessing (17.0 s there) is not modelled.
+  static constexpr double vllm_ray_task_seconds = 2.0e-3;
+  static constexpr EngineVersion vllm_worker_loop{0, 5, 0};
 };
 // Kernels a serving engine's decoder layer launches (EngineStep's counts).
 inline double serving_layer_kernels(const ModelSpec& s, std::int64_t layer, Profile engine) {
@@ -444,6 +452,8 @@ inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat 
     double kernels = 0;
     for (std::int64_t l = 0; l < s.layers; ++l) kernels += serving_layer_kernels(s, l, e.profile);
     c.host = e.profile == Profile::vllm ? EngineStep::vllm_host_seconds : EngineStep::sglang_host_seconds;
+    if (e.profile == Profile::vllm && tp > 1 && e.version && *e.version < EngineStep::vllm_worker_loop)
+      c.host += EngineStep::vllm_ray_task_seconds;
     c.decode_kernels = kernels * kernel_seconds(d, KernelFloor::serving_cycles);
     c.prompt_kernels = kernels * kernel_seconds(d, KernelFloor::launched_cycles);
     c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;

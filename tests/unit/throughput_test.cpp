@@ -336,3 +336,20 @@ TEST_CASE("serving_throughput: Marlin reads a 4-bit checkpoint's layers at its o
   CHECK(bf.decode_step.in(unit::seconds) - bf.decode_overhead.in(unit::seconds) ==
         Approx(bf.decode_weight_bytes / (0.9 * 2.039e12)));
 }
+
+TEST_CASE("engine_step: vLLM before 0.5.0 schedules a Ray task on each tensor-parallel worker every step",
+          "[throughput]") {
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  auto host = [&](std::optional<EngineVersion> v, std::int64_t tp) {
+    ServingEngine e(Profile::vllm);
+    e.version = v;
+    return engine_step(m, a100, WeightFormat::bf16, e, tp).host;
+  };
+  // 0.4.2 at TP 2: the 1.4 ms host step and the 2.0 ms of Ray tasks (PR #3763: 24.2 s − 20.2 s over 2,000 steps).
+  CHECK(host(EngineVersion{0, 4, 2}, 2) == Approx(1.4e-3 + 2.0e-3));
+  CHECK(host(EngineVersion{0, 3, 3}, 8) == Approx(3.4e-3));
+  CHECK(host(EngineVersion{0, 4, 2}, 1) == Approx(1.4e-3));  // one GPU: no workers
+  CHECK(host(EngineVersion{0, 5, 0}, 2) == Approx(1.4e-3));  // PR #4894: the workers loop on the broadcast
+  CHECK(host(std::nullopt, 2) == Approx(1.4e-3));            // the newest modelled release
+}

@@ -51,16 +51,25 @@ inline double experts_touched(const MoeSpec& m, double tokens) {
 struct ReadShares {
   double gathered = 0;  // the untied input embedding's share of the bytes
   double routed = 0;    // the routed experts' share
+  double layers = 0;    // the decoder layers' share (routed experts included; not the embedding, head or encoder)
 };
 inline ReadShares read_shares(const ModelSpec& s, WeightFormat f) {
   const WeightBytes split = gpuplan::weight_bytes(s, f);
   const double total = split.total().in(unit::bytes);
   if (!(total > 0)) return {};
-  return {s.tied_embeddings ? 0.0 : split.embedding.in(unit::bytes) / total, split.routed_experts.in(unit::bytes) / total};
+  return {s.tied_embeddings ? 0.0 : split.embedding.in(unit::bytes) / total, split.routed_experts.in(unit::bytes) / total,
+          split.layers.in(unit::bytes) / total};
+}
+// The routed experts' share of the bytes that `tokens` tokens leave unread.
+inline double unread_share(const ModelSpec& s, const ReadShares& r, double tokens) {
+  return s.moe.experts > 0 ? r.routed * (1.0 - experts_touched(s.moe, tokens) / double(s.moe.experts)) : 0.0;
 }
 inline double weight_bytes_read(const ModelSpec& s, const ReadShares& r, double weight_bytes, double tokens) {
-  const double unread = s.moe.experts > 0 ? r.routed * (1.0 - experts_touched(s.moe, tokens) / double(s.moe.experts)) : 0.0;
-  return weight_bytes * (1.0 - r.gathered - unread);
+  return weight_bytes * (1.0 - r.gathered - unread_share(s, r, tokens));
+}
+// Of those, the decoder layers' bytes: a 4-bit checkpoint's linears, which Marlin reads (GemmTile::marlin_read_share).
+inline double layer_bytes_read(const ModelSpec& s, const ReadShares& r, double weight_bytes, double tokens) {
+  return weight_bytes * (r.layers - unread_share(s, r, tokens));
 }
 inline double weight_bytes_read(const ModelSpec& s, WeightFormat f, double weight_bytes, double tokens) {
   return weight_bytes_read(s, read_shares(s, f), weight_bytes, tokens);
@@ -184,7 +193,7 @@ struct HostOffload {
 // The engine a forward runs in, as far as its speed goes: what it launches and how.
 struct ServingEngine {
   Profile profile = Profile::none;
-  std::optional<EngineVersion> version;  // llama.cpp: the build (Ollama's runner: the newest modelled)
+  std::optional<EngineVersion> version;  // --engine-version (llama.cpp: the build; Ollama's runner: the newest modelled)
   bool flash_attn = true;                // llama.cpp -fa
   std::int64_t ubatch = 512;             // llama.cpp -ub: prompt tokens per forward
   HostOffload offload;                   // llama.cpp: weights left in host memory
@@ -529,14 +538,47 @@ struct EngineStep {
   double collectives = 0;     // tensor-parallel all-reduces per forward
   static constexpr double vllm_host_seconds = 1.4e-3, sglang_host_seconds = 0.6e-3;
   static constexpr double serving_layer_kernels = 11, allreduce_seconds = 30e-6;
+  // vLLM's MoE block in place of the gated MLP's 3 kernels (gate-up, SiLU-and-mul, down), counted in
+  // model_executor/layers/fused_moe/fused_moe.py (fused_moe in v0.4.x, fused_experts since; the same launches): the
+  // router's GEMM, topk_softmax, moe_align_block_size, the gate-up fused_moe_kernel, silu_and_mul, the down
+  // fused_moe_kernel and the sum of the k outputs: 7. A shared expert adds its own gate-up, SiLU-and-mul and down
+  // and the add onto the routed sum: 4; Qwen2-MoE's sigmoid gate on it (models/qwen2_moe.py
+  // Qwen2MoeSparseMoeBlock.forward: shared_expert_gate, sigmoid, the product): 3 more. SGLang's fused_moe_triton
+  // launches the same, but counting them there moves its TP 8 Qwen3-235B-A22B rows on H20s from +3..+6 % to
+  // +17..+23 % (its TP 1 Qwen3-30B-A3B rows from −19..−34 % to −3..−24 %): those rows pay 94 × 2 all-reduces at
+  // the 30 µs fitted on vLLM's A100 rows, where SGLang's custom all-reduce over NVSwitch is faster and not modelled,
+  // so SGLang keeps the dense count until that is.
+  static constexpr double moe_block_kernels = 7, dense_mlp_kernels = 3, shared_expert_kernels = 4,
+                          shared_gate_kernels = 3;
+  // vLLM before 0.5.0 ran the tensor-parallel workers of one node as Ray actors and scheduled each a remote task
+  // every step (executor/ray_gpu_executor.py _run_workers at v0.4.2: execute_method.remote per worker, the driver's
+  // own step, then ray.get); PR #4894 (in 0.5.0) made the workers loop on the driver's broadcast instead. Its
+  // predecessor PR #3763 measured the cost on 2 × A100 80GB: Llama-2-7B, one request of 2,000 tokens at TP 2,
+  // 24.2 s with the per-step tasks and 20.2 s without, 2.0 ms a step (and ~5 % of a Llama-2-70B step at TP 4).
+  // What Ray costs beyond that against multiprocessing (17.0 s there) is not modelled.
+  static constexpr double vllm_ray_task_seconds = 2.0e-3;
+  static constexpr EngineVersion vllm_worker_loop{0, 5, 0};
 };
+// Kernels a serving engine's decoder layer launches (EngineStep's counts).
+inline double serving_layer_kernels(const ModelSpec& s, std::int64_t layer, Profile engine) {
+  double k = EngineStep::serving_layer_kernels;
+  if (engine != Profile::vllm || !s.is_moe_layer(layer)) return k;
+  k += EngineStep::moe_block_kernels - EngineStep::dense_mlp_kernels;
+  if (s.moe.shared_experts > 0) k += EngineStep::shared_expert_kernels;
+  if (s.moe.shared_gate) k += EngineStep::shared_gate_kernels;
+  return k;
+}
 inline EngineStep engine_step(const ModelSpec& s, const Device& d, WeightFormat f, const ServingEngine& e, std::int64_t tp) {
   EngineStep c;
   const double L = double(s.layers);
   if (e.profile == Profile::vllm || e.profile == Profile::sglang) {
+    double kernels = 0;
+    for (std::int64_t l = 0; l < s.layers; ++l) kernels += serving_layer_kernels(s, l, e.profile);
     c.host = e.profile == Profile::vllm ? EngineStep::vllm_host_seconds : EngineStep::sglang_host_seconds;
-    c.decode_kernels = L * EngineStep::serving_layer_kernels * kernel_seconds(d, KernelFloor::serving_cycles);
-    c.prompt_kernels = L * EngineStep::serving_layer_kernels * kernel_seconds(d, KernelFloor::launched_cycles);
+    if (e.profile == Profile::vllm && tp > 1 && e.version && *e.version < EngineStep::vllm_worker_loop)
+      c.host += EngineStep::vllm_ray_task_seconds;
+    c.decode_kernels = kernels * kernel_seconds(d, KernelFloor::serving_cycles);
+    c.prompt_kernels = kernels * kernel_seconds(d, KernelFloor::launched_cycles);
     c.collectives = tp > 1 ? 2.0 * L * EngineStep::allreduce_seconds : 0.0;
   } else if (llama_cpp_engine(e.profile)) {
     const bool quantized = llama_cpp_quantized(f);
@@ -571,6 +613,14 @@ struct GemmTile {
   // point of each other), between prefill's 0.5 and the ~0.8 of 8192³ GEMMs. Marlin's tiles are taken at the same.
   static constexpr double efficiency = 0.7;
   static constexpr double hopper_mma_sync_share = 0.63;  // "GPUs Go Brrr" above
+  // Marlin streams the 4-bit weights at a lower share of the bandwidth than the 16-bit GEMV does at batch 1: 0.83
+  // of it (0.75 of the peak with Efficiency::memory's 0.90), fitted on the fit half's vLLM 4-bit rows
+  // (tests/data/throughput/published.jsonl, the Qwen2.5 speed page's A100 AWQ and GPTQ-Int4 rows, awq_marlin and
+  // gptq_marlin under vLLM 0.6.3): 0.75–0.78 of the peak minimise their median and rms error (3.65 %, 12.0 %, from
+  // 5.0 %, 12.8 % at 0.90). Marlin's own benchmark agrees in direction: batch 1 at 1,159 GB/s, 3.12× the fp16
+  // matmul of the same matrix, which reads about 4× the bytes at 1,485 GB/s: 0.78 of its rate (vLLM PR #2497, comment of
+  // 2024-01-24, IST-DASLab/marlin bench.py).
+  static constexpr double marlin_read_share = 0.83;
 };
 enum class DecodeGemmKernel { none, tiled16bit, tiled_fp8, marlin };
 // Marlin from sm80 (vLLM marlin_utils.py check_marlin_supported); older GPUs run AWQ's and GPTQ's own kernels,
@@ -783,13 +833,19 @@ inline Throughput serving_throughput(const ModelSpec& s, const Device& d, Weight
                                                             : weight_bytes_read(s, shares, weight_bytes, b);
   const HostOffload& offload = engine.offload;
   const double host_read = offload.any() ? offload.read(s.moe, b) : 0.0;
+  // Marlin's 4-bit linears stream at its own share (GemmTile::marlin_read_share): their bytes' extra time.
+  const DecodeGemmKernel gemm = decode_gemm_kernel(engine.profile, f, d);
+  const double marlin_slower = gemm == DecodeGemmKernel::marlin
+                                   ? layer_bytes_read(s, shares, weight_bytes, b) / bandwidth *
+                                         (1.0 / GemmTile::marlin_read_share - 1.0)
+                                   : 0.0;
   const double mem_time =
-      decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
+      marlin_slower + decode_read_seconds(d, t.decode_weight_bytes - host_read, kv_bytes_per_token, batch, context, e) +
       (eager ? eager_forward_seconds(s, d, {b, 1, context, engine.eager_attention, act, context * kv_bytes_per_token},
                                      bandwidth, e)
              : 0.0);
   // rate is at e.compute; a tiled decode GEMM runs at GemmTile::efficiency instead.
-  const double gemm_flops = decode_gemm_flops(s, d, decode_gemm_kernel(engine.profile, f, d), w.n2, b, e.compute);
+  const double gemm_flops = decode_gemm_flops(s, d, gemm, w.n2, b, e.compute);
   const double flop_time = (gemm_flops + b * 4.0 * w.layers * context * w.qdim) / rate;
   const double handovers = llama && !engine.row_split ? double(engine.devices - 1) * LlamaCppSplit::boundary_seconds : 0.0;
   const double overhead = cost.host + cost.decode_kernels + cost.collectives + handovers;

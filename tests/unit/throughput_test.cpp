@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <gpuplan/builtin.h>
 #include <gpuplan/catalog.h>
+#include <gpuplan/model_hf.h>
 #include <gpuplan/throughput.h>
 
 using namespace gpuplan;
@@ -382,4 +383,67 @@ TEST_CASE("host_forward_ops: Gated DeltaNet layers and group-limited routers in 
   CHECK(host_forward_ops(next, 4096) == Approx(base + 36 * (60 - 29 + 60)));
   CHECK(gdn_chunks(4096) == 64);
   CHECK(gdn_chunks(4097) == 65);
+}
+
+TEST_CASE("serving_layer_kernels: vLLM's MoE block launches its router, its fused_moe and its shared expert",
+          "[throughput][moe]") {
+  // Qwen2-57B-A14B: every layer an MoE block of 64 experts, top-8, with a gated shared expert of width 20480.
+  const ModelSpec qwen = model_from_hf_config(nlohmann::json::parse(R"({
+    "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "hidden_act": "silu", "hidden_size": 3584,
+    "intermediate_size": 18944, "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480,
+    "num_experts": 64, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "norm_topk_prob": false,
+    "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 151936,
+    "rms_norm_eps": 1e-06, "tie_word_embeddings": false, "torch_dtype": "bfloat16"})"),
+                                              "qwen2-57b-a14b");
+  REQUIRE(qwen.moe.shared_gate);
+  // 11 − the MLP's 3 + router GEMM, topk_softmax, moe_align_block_size, 2 fused_moe kernels, silu_and_mul, the sum
+  // (7) + the shared expert's gate-up, SiLU-and-mul, down and add (4) + its gate GEMV, sigmoid and product (3) = 22.
+  CHECK(serving_layer_kernels(qwen, 0, Profile::vllm) == 22);
+  CHECK(serving_layer_kernels(qwen, 0, Profile::sglang) == 11);  // SGLang keeps the dense count (see EngineStep)
+  // Mixtral: no shared expert, 11 − 3 + 7 = 15; a dense model's layer stays at 11.
+  CHECK(serving_layer_kernels(find_preset("mixtral-8x7b").spec, 0, Profile::vllm) == 15);
+  CHECK(serving_layer_kernels(find_preset("llama-3.1-8b").spec, 0, Profile::vllm) == 11);
+  // The A100 (1.41 GHz): 28 layers × 22 kernels × 11,000 cycles = 4.806 ms a decode step, 28 × 22 × 10,000 cycles
+  // = 4.369 ms a prompt forward.
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const EngineStep c = engine_step(qwen, a100, WeightFormat::bf16, Profile::vllm, 2);
+  CHECK(c.decode_kernels == Approx(28.0 * 22 * 11'000 / 1.41e9));
+  CHECK(c.prompt_kernels == Approx(28.0 * 22 * 10'000 / 1.41e9));
+}
+
+TEST_CASE("serving_throughput: Marlin reads a 4-bit checkpoint's layers at its own share", "[throughput]") {
+  // Llama-3.1-8B AWQ on an A100 under vLLM (awq_marlin): the decoder layers' 4-bit bytes stream at 0.83 of the 0.90
+  // share, the 16-bit lm_head at 0.90; the untied embedding is gathered. Memory-bound: the 16-row tiles hide.
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  const WeightBytes w = weight_bytes(m, WeightFormat::awq_int4);
+  const double total = w.total().in(unit::bytes), layers = w.layers.in(unit::bytes), head = w.output.in(unit::bytes);
+  CHECK(layer_bytes_read(m, read_shares(m, WeightFormat::awq_int4), total, 1) == Approx(layers));
+  Efficiency e;
+  const auto t = serving_throughput(m, a100, WeightFormat::awq_int4, total, 0, 1, 1, 1, 1, e, Profile::vllm);
+  CHECK_FALSE(t.decode_compute_bound);
+  CHECK(t.decode_step.in(unit::seconds) - t.decode_overhead.in(unit::seconds) ==
+        Approx((layers / 0.83 + head) / (0.9 * 2.039e12)));
+  // The bf16 checkpoint (no Marlin) streams every byte it reads at 0.90.
+  const auto bf = serving_throughput(m, a100, WeightFormat::bf16, weight_bytes(m, WeightFormat::bf16).total().in(unit::bytes),
+                                     0, 1, 1, 1, 1, e, Profile::vllm);
+  CHECK(bf.decode_step.in(unit::seconds) - bf.decode_overhead.in(unit::seconds) ==
+        Approx(bf.decode_weight_bytes / (0.9 * 2.039e12)));
+}
+
+TEST_CASE("engine_step: vLLM before 0.5.0 schedules a Ray task on each tensor-parallel worker every step",
+          "[throughput]") {
+  const Device& a100 = builtin_catalog().get("a100-80gb-sxm");
+  const ModelSpec& m = find_preset("llama-3.1-8b").spec;
+  auto host = [&](std::optional<EngineVersion> v, std::int64_t tp) {
+    ServingEngine e(Profile::vllm);
+    e.version = v;
+    return engine_step(m, a100, WeightFormat::bf16, e, tp).host;
+  };
+  // 0.4.2 at TP 2: the 1.4 ms host step and the 2.0 ms of Ray tasks (PR #3763: 24.2 s − 20.2 s over 2,000 steps).
+  CHECK(host(EngineVersion{0, 4, 2}, 2) == Approx(1.4e-3 + 2.0e-3));
+  CHECK(host(EngineVersion{0, 3, 3}, 8) == Approx(3.4e-3));
+  CHECK(host(EngineVersion{0, 4, 2}, 1) == Approx(1.4e-3));  // one GPU: no workers
+  CHECK(host(EngineVersion{0, 5, 0}, 2) == Approx(1.4e-3));  // PR #4894: the workers loop on the broadcast
+  CHECK(host(std::nullopt, 2) == Approx(1.4e-3));            // the newest modelled release
 }

@@ -54,6 +54,10 @@ SETS = [("cases.jsonl", "Shared calibration set (H200, measured by the project's
                               "before its merges and scored after them (one H200, plan tools/measure/plan_g7.json): "
                               "dense 0.6–14B, Gemma 2, Phi-3, Qwen3-MoE, Granite MoE, GLM-4.5, DeepSeek-V3, "
                               "Qwen3-30B-A3B, Mixtral shapes and gpt-oss (eager attention) at batch 2–64"),
+        ("measured_g8.jsonl", "Held-out generation planned and committed before it was measured, after the #43 session of "
+                              "2026-11-29 changed HF eager speed (one H200, plan tools/measure/plan_g8.json): eager "
+                              "attention with and without gpt-oss's sinks, Qwen3-MoE, Granite MoE, DeepSeek-V3, Qwen3-Next, "
+                              "GLM-4.5, Mixtral shapes and dense 1–7B at batch 2–32"),
         ("measured_t2.jsonl", "OLMo 2 1B generations at batch 16 and 48 with allocator traces (one H200, plan "
                               "tools/measure/plan_t2.json, 2026-11-29): its norms after attention and the MLP"),
         ("measured_s1.jsonl", "Re-measurement of the shared set's two worst generations (one H200, plan "

@@ -15,6 +15,7 @@ SOURCES = [("--measured", "tests/data/calibration/measured_g2.jsonl"),
            ("--measured", "tests/data/calibration/measured_g5.jsonl"),
            ("--measured", "tests/data/calibration/measured_g6.jsonl"),
            ("--measured", "tests/data/calibration/measured_g7.jsonl"),
+           ("--measured", "tests/data/calibration/measured_g8.jsonl"),
            ("--published", "tests/data/throughput/published.jsonl")]
 
 

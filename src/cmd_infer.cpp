@@ -108,8 +108,11 @@ void add_infer_options(CLI::App& cmd, InferOptions& o) {
   auto* mb = cmd.add_flag("--max-batch", o.max_batch, "Solve for the largest batch that fits on --gpu");
   auto* mc = cmd.add_flag("--max-context", o.max_context, "Solve for the longest context that fits on --gpu");
   mb->excludes(mc);
-  cmd.add_option("--mem-efficiency", o.mem_efficiency, "Share of peak bandwidth decode reaches (default 0.70)");
-  cmd.add_option("--compute-efficiency", o.compute_efficiency, "Share of peak FLOP/s prefill reaches (default 0.50)");
+  // The defaults said are the library's own (throughput.h Efficiency).
+  cmd.add_option("--mem-efficiency", o.mem_efficiency,
+                 "Share of peak bandwidth decode reaches (default " + detail::decimal(Efficiency{}.memory, 2) + ")");
+  cmd.add_option("--compute-efficiency", o.compute_efficiency,
+                 "Share of peak FLOP/s prefill reaches (default " + detail::decimal(Efficiency{}.compute, 2) + ")");
   cmd.add_option("--power-limit", o.power_limit,
                  "The GPU's board power limit in W where set below its TDP (nvidia-smi -pl): a matmul rate measured "
                  "power-bound scales with it");
